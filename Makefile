@@ -1,0 +1,66 @@
+# Makefile for eytzgpu (PGXS).
+#
+#   make [PG_CONFIG=/path/to/pg_config] [NO_CUDA=1] [CUDA_HOME=/usr/local/cuda]
+#
+# The C sources always build.  When nvcc is found (CUDA_HOME, default
+# /usr/local/cuda) and NO_CUDA is unset, the kernels in cuda/*.cu are compiled
+# and linked in with the static CUDA runtime, so eytzgpu.so still loads on a
+# machine with no NVIDIA driver; the GPU is detected at run time.
+
+EXTENSION = eytzgpu
+EXTVERSION = 0.1.0
+MODULE_big = eytzgpu
+DATA = sql/eytzgpu--$(EXTVERSION).sql
+PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"
+
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+
+REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/eytzgpu--%,$(sort $(wildcard sql/*.sql))))
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+TAP_TESTS = 1
+
+PG_CONFIG ?= pg_config
+PG_CPPFLAGS += -Icuda -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+ifeq ($(NO_CUDA),)
+ifneq ($(wildcard $(NVCC)),)
+HAVE_CUDA = 1
+endif
+endif
+
+ifdef HAVE_CUDA
+CUDA_SRCS = $(sort $(wildcard cuda/*.cu))
+CUDA_OBJS = $(CUDA_SRCS:.cu=.o)
+# Hopper first; sm_80 and PTX keep older and newer cards working.
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall --cudart static -Icuda
+PG_CPPFLAGS += -DEYTZ_HAVE_CUDA
+# CUDA objects stay out of OBJS: PGXS would want LLVM bitcode for them.
+SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
+EXTRA_CLEAN += $(CUDA_OBJS)
+endif
+
+EXTRA_CLEAN += test/layout_test
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+ifdef HAVE_CUDA
+$(shlib): $(CUDA_OBJS)
+
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+endif
+
+$(OBJS): $(wildcard src/*.h cuda/*.h)
+
+# CPU check of the layout math shared with the kernels (no server needed).
+test/layout_test: test/layout_test.c cuda/eytz_layout.h
+	$(CC) -O2 -Wall -Wextra -Icuda $< -o $@
+
+.PHONY: layoutcheck
+layoutcheck: test/layout_test
+	./test/layout_test

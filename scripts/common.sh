@@ -1,0 +1,64 @@
+# scripts/common.sh: shared by setup-demo.sh and test.sh.
+# Installs what is missing (Debian 12), builds and installs the extension, and
+# starts/stops a throwaway PostgreSQL 15 cluster run by an ordinary OS user.
+
+PGBIN=/usr/lib/postgresql/15/bin
+export PATH="$PGBIN:$PATH"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# run a command as the cluster's OS user (the server refuses to run as root)
+as_pguser() {
+	if [ "$(id -u)" = 0 ]; then
+		local envs=(PATH="$PATH")
+		[ -n "${PGHOST:-}" ] && envs+=(PGHOST="$PGHOST")
+		[ -n "${PGPORT:-}" ] && envs+=(PGPORT="$PGPORT")
+		[ -n "${PGUSER:-}" ] && envs+=(PGUSER="$PGUSER")
+		runuser -u postgres -- env "${envs[@]}" "$@"
+	else
+		"$@"
+	fi
+}
+
+install_deps() {
+	local need=()
+	[ -x "$PGBIN/postgres" ] || need+=(postgresql-15)
+	[ -f /usr/include/postgresql/15/server/postgres.h ] || need+=(postgresql-server-dev-15)
+	perl -MIPC::Run -e1 2>/dev/null || need+=(libipc-run-perl)
+	command -v make >/dev/null || need+=(make)
+	command -v gcc >/dev/null || need+=(gcc)
+	if [ ${#need[@]} -gt 0 ]; then
+		if [ "$(id -u)" != 0 ]; then
+			echo "missing packages: ${need[*]} (run as root to install them)" >&2
+			return 1
+		fi
+		echo "== installing ${need[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	fi
+	# Debian's package may auto-start a cluster; the tests use their own.
+}
+
+build_install() {
+	echo "== building eytzgpu"
+	make -C "$REPO" -s -j"$(nproc)" "$@"
+	make -C "$REPO" -s install "$@" >/dev/null
+}
+
+# start_cluster DIR PORT: initdb and start a server in DIR, listening on a
+# unix socket in DIR only
+start_cluster() {
+	local dir=$1 port=$2
+	mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres: "$dir"
+	as_pguser initdb -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log" 2>&1 ||
+		{ cat "$dir/initdb.log"; return 1; }
+	as_pguser pg_ctl -D "$dir/data" -l "$dir/server.log" -w -o "-p $port -k $dir -c listen_addresses='' -c fsync=off ${PG_OPTS:-}" start >/dev/null ||
+		{ cat "$dir/server.log"; return 1; }
+	export PGHOST=$dir PGPORT=$port PGUSER=postgres
+}
+
+stop_cluster() {
+	local dir=$1
+	as_pguser pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# scripts/test.sh: build eytzgpu and run its whole test suite.
+#
+# Works as root or as a user with the packages installed, with or without
+# CUDA/a GPU: installs missing Debian packages, builds, installs, runs the
+# layout and CPU-reference checks, then pg_regress and the TAP tests against a
+# throwaway cluster run by the "postgres" OS user.  GPU kernel tests run only
+# where a GPU is present.  Exits non-zero on any failure.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+install_deps
+build_install "$@"
+
+echo "== layout math (CPU)"
+make -C "$REPO" -s layoutcheck "$@"
+if grep -q '^cputest:' "$REPO/cuda/Makefile" 2>/dev/null; then
+	echo "== kernel CPU reference"
+	make -C "$REPO/cuda" -s cputest
+fi
+if grep -q '^gputest:' "$REPO/cuda/Makefile" 2>/dev/null && command -v nvidia-smi >/dev/null &&
+	nvidia-smi -L >/dev/null 2>&1; then
+	echo "== kernels on the GPU"
+	make -C "$REPO/cuda" -s gputest
+else
+	echo "== kernels on the GPU: skipped (no GPU)"
+fi
+
+# pg_regress and prove write into the tree: run them in a copy the
+# cluster's user owns
+WORK=$(mktemp -d /tmp/eytzgpu-test.XXXXXX)
+trap 'stop_cluster "$WORK/pg"; rm -rf "$WORK"' EXIT
+cp -a "$REPO/." "$WORK/src"
+[ "$(id -u)" = 0 ] && chown -R postgres: "$WORK"
+start_cluster "$WORK/pg" 54329
+
+echo "== pg_regress and TAP tests"
+as_pguser make -C "$WORK/src" -s installcheck "$@" || {
+	[ -f "$WORK/src/regression.diffs" ] && cat "$WORK/src/regression.diffs"
+	for f in "$WORK"/src/tmp_check/log/regress_log_*; do
+		[ -f "$f" ] && { echo "--- $f"; tail -50 "$f"; }
+	done
+	exit 1
+}
+echo "== all eytzgpu tests passed"

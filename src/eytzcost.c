@@ -1,0 +1,51 @@
+/*
+ * eytzcost.c
+ *		amcostestimate for eytzgpu.
+ *
+ * Like btree's: genericcostestimate() charges the index pages and entries the
+ * selectivity implies, plus the CPU of a descent through the layout's levels
+ * and of a linear pass over the pending list.  The scan hands TIDs out in
+ * heap order, so the heap is read in physical order.
+ */
+#include "postgres.h"
+
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "access/relation.h"
+
+#include "eytzgpu.h"
+
+void
+eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+				  Cost *indexStartupCost, Cost *indexTotalCost,
+				  Selectivity *indexSelectivity, double *indexCorrelation,
+				  double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	GenericCosts costs;
+	EytzMetaPageData meta;
+	Relation	irel;
+	Cost		descent;
+	double		searches;
+
+	irel = index_open(index->indexoid, AccessShareLock);
+	eytz_read_meta(irel, &meta);
+	index_close(irel, AccessShareLock);
+
+	MemSet(&costs, 0, sizeof(costs));
+	genericcostestimate(root, path, loop_count, &costs);
+
+	/* per search: compare along the levels, touch about one page per level */
+	searches = Max(costs.num_sa_scans, 1);
+	descent = searches * ((meta.levels + 1) * (meta.fanout - 1) * cpu_operator_cost +
+						  (meta.levels + 1) * 50.0 * cpu_operator_cost +
+						  meta.npending * cpu_operator_cost);
+
+	*indexStartupCost = costs.indexStartupCost + descent;
+	*indexTotalCost = costs.indexTotalCost + descent;
+	*indexSelectivity = costs.indexSelectivity;
+	*indexCorrelation = 1.0;
+	*indexPages = costs.numIndexPages;
+}

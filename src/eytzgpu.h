@@ -1,0 +1,278 @@
+/*
+ * eytzgpu.h
+ *		Declarations shared by the eytzgpu index access method's C files.
+ *
+ * On-disk format (all pages carry an EytzPageOpaqueData in their special
+ * space whose last two bytes are EYTZ_PAGE_ID, as contrib/bloom does):
+ *	- block 0: the metapage (EytzMetaPageData);
+ *	- the layout region: a run of key pages, then a run of TID pages, starting
+ *	  at meta->keys_start.  Concatenating the key pages' contents gives the
+ *	  Eytzinger-ordered key array (4- or 8-byte order-preserving unsigned
+ *	  keys); the TID pages give the matching ItemPointerData array.  A key
+ *	  page holds a multiple of (k - 1) keys so no node straddles two pages.
+ *	  Deleted entries keep their key and get an invalid TID (a tombstone).
+ *	- pending pages: a linked list of unsorted (key, TID) entries inserted
+ *	  since the last build or merge; every scan searches them too.
+ *	- free pages: left over by merges and recorded in the free space map.
+ */
+#ifndef EYTZGPU_H
+#define EYTZGPU_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/generic_xlog.h"
+#include "access/itup.h"
+#include "access/reloptions.h"
+#include "fmgr.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "storage/bufmgr.h"
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
+
+#include "eytz_layout.h"
+
+#define EYTZ_MAGIC			0x45595447	/* "EYTG" */
+#define EYTZ_VERSION		1
+#define EYTZ_METAPAGE_BLKNO 0
+#define EYTZ_PAGE_ID		0xFE77
+
+/* page types (EytzPageOpaqueData.flags) */
+#define EYTZ_PAGE_META		1
+#define EYTZ_PAGE_KEYS		2
+#define EYTZ_PAGE_TIDS		3
+#define EYTZ_PAGE_PENDING	4
+#define EYTZ_PAGE_FREE		5
+
+/* layouts (reloption values and metapage) */
+#define EYTZ_LAYOUT_AUTO	0
+#define EYTZ_LAYOUT_EBS		1
+#define EYTZ_LAYOUT_EKS		2
+
+/* 'auto' picks EBS while keys and TIDs fit in this much (an H100's L2) */
+#define EYTZ_AUTO_EBS_MAX_BYTES (50 * 1024 * 1024)
+
+#define EYTZ_DEFAULT_PENDING_LIMIT	16384
+
+/* progress sub-phases of CREATE INDEX */
+#define EYTZ_PHASE_LOAD		2
+#define EYTZ_PHASE_SORT		3
+#define EYTZ_PHASE_WRITE	4
+
+typedef struct EytzPageOpaqueData
+{
+	BlockNumber next;			/* next pending page, or InvalidBlockNumber */
+	uint16		count;			/* entries on a pending page */
+	uint16		flags;			/* EYTZ_PAGE_* */
+	uint16		unused;
+	uint16		page_id;		/* EYTZ_PAGE_ID, for tools */
+} EytzPageOpaqueData;
+
+typedef EytzPageOpaqueData *EytzPageOpaque;
+
+#define EytzPageGetOpaque(page) ((EytzPageOpaque) PageGetSpecialPointer(page))
+
+/* usable bytes of a data page */
+#define EYTZ_PAGE_CAPACITY \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(EytzPageOpaqueData)))
+
+/* a pending entry: key (always 8 bytes here) and TID */
+typedef struct EytzPendingEntry
+{
+	uint64		key;
+	ItemPointerData tid;
+} EytzPendingEntry;
+
+#define EYTZ_PENDING_PER_PAGE (EYTZ_PAGE_CAPACITY / sizeof(EytzPendingEntry))
+
+#define EYTZ_TIDS_PER_PAGE	((uint32) (EYTZ_PAGE_CAPACITY / sizeof(ItemPointerData)))
+
+typedef struct EytzMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	uint16		key_width;		/* 4 or 8 */
+	uint16		layout;			/* EYTZ_LAYOUT_EBS or EYTZ_LAYOUT_EKS */
+	uint32		fanout;			/* k */
+	uint64		generation;		/* bumped by every build and merge */
+	uint64		nentries;		/* entries in the layout, tombstones included */
+	uint64		ndead;			/* tombstones in the layout */
+	uint32		levels;
+	uint32		keys_per_page;
+	BlockNumber keys_start;		/* first key page (layout region start) */
+	uint32		nkeypages;
+	BlockNumber tids_start;		/* first TID page */
+	uint32		ntidpages;
+	BlockNumber pending_head;
+	BlockNumber pending_tail;
+	uint64		npending;
+	uint32		pending_limit;	/* merge when npending reaches it */
+} EytzMetaPageData;
+
+typedef EytzMetaPageData *EytzMetaPage;
+
+#define EytzPageGetMeta(page) ((EytzMetaPage) PageGetContents(page))
+
+/* reloptions */
+typedef struct EytzOptions
+{
+	int32		vl_len_;
+	int			layout;
+	int			fanout;
+	int			pending_limit;
+} EytzOptions;
+
+/* An order-preserving key type: how a column's values become unsigned keys */
+typedef struct EytzKeyType
+{
+	Oid			typid;
+	int			width;			/* 4 or 8 */
+	bool		is_integer;		/* int2/int4/int8: cross-type via int64 */
+	int64		int_min;		/* value range, for is_integer */
+	int64		int_max;
+	uint64		dom_min;		/* encoded keys that decode to ordered values */
+	uint64		dom_max;
+	uint64		(*encode) (Datum value);
+	Datum		(*decode) (uint64 key);
+} EytzKeyType;
+
+/* A closed interval of encoded keys */
+typedef struct EytzRange
+{
+	uint64		lo;
+	uint64		hi;
+} EytzRange;
+
+/* Sortable (key, TID) pairs: the TID packed with eytz_pack_tid() */
+typedef struct EytzPairs
+{
+	uint64	   *keys;
+	uint64	   *tids;
+	uint64		n;
+	uint64		cap;
+	Size		mem_limit;		/* bytes, 0 for none */
+} EytzPairs;
+
+/* In-memory copy of an index's layout, e.g. for the batched join */
+typedef struct EytzLayoutImage
+{
+	EytzMetaPageData meta;
+	void	   *keys;			/* nentries keys of meta.key_width bytes */
+	uint64	   *tids;			/* packed TIDs, EYTZ_DEAD_TID for tombstones */
+	EytzPendingEntry *pending;	/* meta.npending entries at load time */
+	uint64		npending;
+} EytzLayoutImage;
+
+/* packed TID of a tombstone: an invalid ItemPointer */
+#define EYTZ_DEAD_TID	(((uint64) InvalidBlockNumber) << 16)
+
+/* eytzutils.c */
+extern void _PG_init(void);
+extern bytea *eytz_options(Datum reloptions, bool validate);
+extern void eytz_init_page(Page page, uint16 flags);
+extern void eytz_init_metapage(Page page, int key_width, int layout, int fanout,
+							   int pending_limit);
+extern void eytz_read_meta(Relation index, EytzMetaPageData *meta);
+extern int	eytz_keys_per_page(int key_width, int fanout);
+extern void eytz_choose_layout(Relation index, uint64 n, int key_width,
+							   int *layout, int *fanout, int *pending_limit);
+extern const char *eytz_layout_name(int layout);
+extern Buffer eytz_new_buffer(Relation index, const EytzMetaPageData *meta);
+extern bool eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno);
+extern char *eytz_buildphasename(int64 phasenum);
+
+/* eytzkeys.c */
+extern const EytzKeyType *eytz_key_type(Oid typid);
+extern const EytzKeyType *eytz_index_key_type(Relation index);
+extern int	eytz_build_ranges(Relation index, ScanKey keys, int nkeys,
+							  EytzRange **ranges);
+
+/* eytzsort.c */
+extern void eytz_pairs_init(EytzPairs *pairs, Size mem_limit);
+extern void eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid);
+extern void eytz_pairs_sort(EytzPairs *pairs);
+extern void eytz_pairs_free(EytzPairs *pairs);
+
+/* eytzbuild.c */
+extern IndexBuildResult *eytz_build(Relation heap, Relation index,
+									IndexInfo *indexInfo);
+extern void eytz_buildempty(Relation index);
+extern BlockNumber eytz_write_layout(Relation index, EytzPairs *pairs,
+									 int key_width, int fanout,
+									 BlockNumber start, bool use_wal,
+									 EytzMetaPageData *meta);
+
+/* eytzinfo.c */
+extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);
+
+/* eytzsearch.c */
+extern void eytz_search_layout(Relation index, const EytzMetaPageData *meta,
+							   const EytzRange *ranges, int nranges,
+							   ItemPointerData **tids, int64 *ntids,
+							   int64 *ncap);
+extern void eytz_search_pending(Relation index, const EytzMetaPageData *meta,
+								const EytzRange *ranges, int nranges,
+								ItemPointerData **tids, int64 *ntids,
+								int64 *ncap);
+extern void eytz_collect_tids(Relation index, const EytzRange *ranges,
+							  int nranges, ItemPointerData **tids,
+							  int64 *ntids);
+
+/* eytzscan.c */
+extern IndexScanDesc eytz_beginscan(Relation r, int nkeys, int norderbys);
+extern void eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
+						ScanKey orderbys, int norderbys);
+extern bool eytz_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern int64 eytz_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void eytz_endscan(IndexScanDesc scan);
+
+/* eytzinsert.c */
+extern bool eytz_insert(Relation index, Datum *values, bool *isnull,
+						ItemPointer ht_ctid, Relation heapRel,
+						IndexUniqueCheck checkUnique, bool indexUnchanged,
+						IndexInfo *indexInfo);
+extern void eytz_pending_append(Relation index, uint64 key, ItemPointer tid);
+
+/* eytzmerge.c */
+extern bool eytz_merge(Relation index, bool wait);
+
+/* eytzvacuum.c */
+extern IndexBulkDeleteResult *eytz_bulkdelete(IndexVacuumInfo *info,
+											  IndexBulkDeleteResult *stats,
+											  IndexBulkDeleteCallback callback,
+											  void *callback_state);
+extern IndexBulkDeleteResult *eytz_vacuumcleanup(IndexVacuumInfo *info,
+												 IndexBulkDeleteResult *stats);
+
+/* eytzcost.c */
+extern void eytz_costestimate(PlannerInfo *root, IndexPath *path,
+							  double loop_count, Cost *indexStartupCost,
+							  Cost *indexTotalCost,
+							  Selectivity *indexSelectivity,
+							  double *indexCorrelation, double *indexPages);
+
+/* eytzvalidate.c */
+extern bool eytz_validate(Oid opclassoid);
+
+/* key access helpers for a raw key array of width 4 or 8 */
+static inline uint64
+eytz_key_at(const void *keys, int width, uint64 i)
+{
+	return width == 4 ? ((const uint32 *) keys)[i] : ((const uint64 *) keys)[i];
+}
+
+static inline uint64
+eytz_tid_pack(ItemPointer tid)
+{
+	return eytz_pack_tid(ItemPointerGetBlockNumberNoCheck(tid),
+						 ItemPointerGetOffsetNumberNoCheck(tid));
+}
+
+static inline void
+eytz_tid_unpack(uint64 packed, ItemPointer tid)
+{
+	ItemPointerSet(tid, eytz_tid_block(packed), eytz_tid_offset(packed));
+}
+
+#endif							/* EYTZGPU_H */

@@ -1,0 +1,107 @@
+/*
+ * eytzinsert.c
+ *		aminsert for eytzgpu: new entries go to the pending list.
+ *
+ * The Eytzinger layout is static.  An inserted (key, TID) is appended to the
+ * pending list (WAL-logged with GenericXLog); scans search the list too.
+ * When it reaches the index's pending_limit the inserting backend merges it
+ * into a new layout, if no other backend is already doing so.
+ *
+ * Inserts hold a share lock on the metapage's heavyweight page lock while
+ * appending; a merge takes it exclusively, so no entry is appended to a list
+ * that is being merged away.
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+#include "eytzgpu.h"
+
+/* Append one entry; the caller holds the metapage page lock in share mode */
+void
+eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
+{
+	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+	Buffer		tailbuf = InvalidBuffer;
+	Buffer		newbuf = InvalidBuffer;
+	GenericXLogState *state;
+	EytzMetaPage meta;
+	Page		page;
+	EytzPageOpaque opaque;
+	EytzPendingEntry *entries;
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	meta = EytzPageGetMeta(BufferGetPage(metabuf));
+
+	if (meta->pending_tail != InvalidBlockNumber)
+	{
+		tailbuf = ReadBuffer(index, meta->pending_tail);
+		LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
+		if (EytzPageGetOpaque(BufferGetPage(tailbuf))->count >= EYTZ_PENDING_PER_PAGE)
+			newbuf = eytz_new_buffer(index, meta);
+	}
+	else
+		newbuf = eytz_new_buffer(index, meta);
+
+	state = GenericXLogStart(index);
+	meta = EytzPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	if (BufferIsValid(newbuf))
+	{
+		page = GenericXLogRegisterBuffer(state, newbuf, GENERIC_XLOG_FULL_IMAGE);
+		eytz_init_page(page, EYTZ_PAGE_PENDING);
+		if (BufferIsValid(tailbuf))
+		{
+			Page		tail = GenericXLogRegisterBuffer(state, tailbuf, 0);
+
+			EytzPageGetOpaque(tail)->next = BufferGetBlockNumber(newbuf);
+		}
+		else
+			meta->pending_head = BufferGetBlockNumber(newbuf);
+		meta->pending_tail = BufferGetBlockNumber(newbuf);
+	}
+	else
+		page = GenericXLogRegisterBuffer(state, tailbuf, 0);
+
+	opaque = EytzPageGetOpaque(page);
+	entries = (EytzPendingEntry *) PageGetContents(page);
+	entries[opaque->count].key = key;
+	entries[opaque->count].tid = *tid;
+	opaque->count++;
+	((PageHeader) page)->pd_lower =
+		(char *) &entries[opaque->count] - (char *) page;
+	meta->npending++;
+	GenericXLogFinish(state);
+
+	if (BufferIsValid(newbuf))
+		UnlockReleaseBuffer(newbuf);
+	if (BufferIsValid(tailbuf))
+		UnlockReleaseBuffer(tailbuf);
+	UnlockReleaseBuffer(metabuf);
+}
+
+bool
+eytz_insert(Relation index, Datum *values, bool *isnull,
+			ItemPointer ht_ctid, Relation heapRel,
+			IndexUniqueCheck checkUnique, bool indexUnchanged,
+			IndexInfo *indexInfo)
+{
+	const EytzKeyType *kt;
+	EytzMetaPageData meta;
+
+	/* NULLs are not indexed: no operator of the opclasses matches them */
+	if (isnull[0])
+		return false;
+	kt = eytz_index_key_type(index);
+
+	LockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
+	eytz_pending_append(index, kt->encode(values[0]), ht_ctid);
+	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
+
+	eytz_read_meta(index, &meta);
+	if (meta.npending >= meta.pending_limit)
+		eytz_merge(index, false);
+	return false;
+}
