@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/xlog.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -250,6 +251,14 @@ eytzgpu_merge(PG_FUNCTION_ARGS)
 					   RelationGetRelationName(index));
 	eytz_merge(index, true);
 	eytz_read_meta(index, &meta);
+
+	/*
+	 * A SELECT that only merges has no XID, so its commit would not flush
+	 * the WAL: flush it here so that the generation returned survives a
+	 * crash.
+	 */
+	if (RelationNeedsWAL(index))
+		XLogFlush(GetXLogInsertRecPtr());
 	relation_close(index, RowExclusiveLock);
 	PG_RETURN_INT64((int64) meta.generation);
 }
