@@ -1,0 +1,970 @@
+/*
+ * eytz_kernels.cuh
+ *		Device kernels of eytzgpu and thin host-side launchers for them.
+ *
+ * Shared by the library (eytzgpu_cuda.cu), the GPU test and the benchmark, so
+ * that what is measured is exactly what the extension runs.  The layout math
+ * comes from eytz_layout.h; here we only add shift-based fast paths for it
+ * (k - 1 = 2^p), which the tests compare against eytz_sorted_rank.
+ *
+ * Kernels:
+ *	- k_permute: one-read-one-write build into Eytzinger order (SoA or AoS);
+ *	- k_single:  one thread per lookup (EBS when k = 2, EKS single when k > 2),
+ *	             optional shared-memory pinning of the top levels, optional
+ *	             block-local reordering of the lookup keys, hybrid coalesced
+ *	             scanning of long per-level runs (paper section 5.1);
+ *	- k_group:   EKS group, k - 1 lanes per lookup with warp ballots;
+ *	- k_bs:      text-book binary search on the sorted array (baseline).
+ * Each lookup kernel runs in one of three modes: POINT (one payload per query,
+ * the paper's benchmark), COUNT (matches per query + first payload) and FILL
+ * (write all matches at the query's CSR offset).
+ */
+#ifndef EYTZ_KERNELS_CUH
+#define EYTZ_KERNELS_CUH
+
+#include <stdint.h>
+#include <cub/cub.cuh>
+
+#include "eytz_layout.h"
+
+namespace eytzk
+{
+
+enum Mode
+{
+	MODE_POINT = 0,
+	MODE_COUNT = 1,
+	MODE_FILL = 2
+};
+
+static constexpr uint64_t NO_MATCH = ~0ull;
+/* a thread hands a per-level run to its warp after this many hits (5.1) */
+static constexpr uint32_t HYBRID_T = 32;
+static constexpr unsigned FULL = 0xffffffffu;
+
+/* Device view of a resident index */
+template <class KT>
+struct Idx
+{
+	const KT   *keys;			/* SoA keys, padded to whole nodes; NULL for AoS */
+	const uint64_t *pays;		/* SoA payloads; NULL for AoS */
+	const unsigned char *aos;	/* AoS tiles: 2^tp keys then 2^tp payloads */
+	uint64_t	n;
+	uint32_t	k;
+	uint32_t	p;				/* k - 1 = 2^p */
+	uint32_t	levels;
+	uint32_t	tp;				/* AoS tile = 2^tp entries */
+	uint32_t	tile_bytes;
+};
+
+/* AoS tile: one node (k - 1 entries), but at least 8 bytes of keys for alignment */
+static inline uint32_t
+aos_tile_log2(uint32_t k, int key_width)
+{
+	uint32_t	p = 0;
+
+	while ((1u << p) < k - 1)
+		p++;
+	if (((uint32_t) key_width << p) % 8 != 0)
+		p = 1;
+	return p;
+}
+
+/* Slots to allocate: n rounded up to whole nodes and whole AoS tiles */
+static inline uint64_t
+padded_slots(uint64_t n, uint32_t k, int key_width)
+{
+	uint64_t	unit = (uint64_t) 1 << aos_tile_log2(k, key_width);
+
+	if (unit < k - 1)
+		unit = k - 1;
+	return (n + unit - 1) / unit * unit;
+}
+
+template <class KT>
+__device__ __forceinline__ const KT *
+key_ptr(const Idx<KT> &ix, uint64_t t)
+{
+	if (ix.aos)
+		return (const KT *) (ix.aos + (t >> ix.tp) * ix.tile_bytes) + (t & ((1u << ix.tp) - 1));
+	return ix.keys + t;
+}
+
+template <class KT>
+__device__ __forceinline__ uint64_t
+pay_at(const Idx<KT> &ix, uint64_t t)
+{
+	if (ix.aos)
+	{
+		const unsigned char *b = ix.aos + (t >> ix.tp) * ix.tile_bytes + ((uint64_t) sizeof(KT) << ix.tp);
+
+		return __ldg((const uint64_t *) b + (t & ((1u << ix.tp) - 1)));
+	}
+	return __ldg(ix.pays + t);
+}
+
+/* Key of slot t, from the pinned copy when t is in it */
+template <class KT>
+__device__ __forceinline__ KT
+key_at(const Idx<KT> &ix, const KT *pin, uint64_t npin, uint64_t t)
+{
+	return t < npin ? pin[t] : *key_ptr(ix, t);
+}
+
+/*
+ * Scan one node of nk = 2^p keys at p (cnt of them exist): lt = keys < lo,
+ * inr = keys in [lo, hi].  Wide nodes are read with 16-byte loads so that a
+ * node costs one memory round trip.  Nodes are aligned to their size.
+ */
+template <class KT>
+__device__ __forceinline__ void
+node_count(const KT *p, uint32_t nk, uint32_t cnt, KT lo, KT hi, uint32_t &lt, uint32_t &inr)
+{
+	uint32_t	bytes = nk * (uint32_t) sizeof(KT);
+
+	lt = 0;
+	inr = 0;
+	if (bytes >= 16)
+	{
+		constexpr int PER = 16 / sizeof(KT);
+		const uint4 *v = (const uint4 *) p;
+
+		for (uint32_t j = 0; j < bytes / 16; j++)
+		{
+			uint4		w = v[j];
+			KT			kk[PER];
+
+			memcpy(kk, &w, 16);
+#pragma unroll
+			for (int e = 0; e < PER; e++)
+			{
+				bool		val = j * PER + e < cnt;
+
+				lt += val && kk[e] < lo;
+				inr += val && kk[e] >= lo && kk[e] <= hi;
+			}
+		}
+	}
+	else if (bytes == 8 && sizeof(KT) == 4)
+	{
+		uint2		w = *(const uint2 *) p;
+		KT			a = (KT) w.x,
+					b = (KT) w.y;
+
+		lt = (a < lo) + (cnt > 1 && b < lo);
+		inr = (a >= lo && a <= hi) + (cnt > 1 && b >= lo && b <= hi);
+	}
+	else
+	{
+		for (uint32_t j = 0; j < nk; j++)
+		{
+			if (j < cnt)
+			{
+				KT			x = p[j];
+
+				lt += x < lo;
+				inr += x >= lo && x <= hi;
+			}
+		}
+	}
+}
+
+/* Queries: lo[j] is query perm[j] when perm is set (globally sorted lookups) */
+template <class KT>
+struct Qs
+{
+	const KT   *lo;
+	const KT   *hi;				/* indexed by query id; NULL = point (hi = lo) */
+	const uint32_t *perm;
+	uint64_t	nq;
+};
+
+struct Outs
+{
+	uint64_t   *pay;			/* POINT: per query; FILL: CSR payload array */
+	uint64_t   *counts;			/* COUNT: per query; FILL: offsets[nq+1] */
+	uint64_t   *first;			/* COUNT writes, FILL reads: first match of a query */
+};
+
+/*
+ * Warp-cooperative continuation of a long range scan (section 5.1): all 32
+ * lanes finish level l from slot t, then follow the lower-bound path down,
+ * scanning each level's run 32 slots per step.  acc is warp-uniform.
+ */
+template <class KT, int MODE>
+__device__ __noinline__ uint64_t
+warp_continue(const Idx<KT> &ix, const KT *pin, uint64_t npin, KT lo, KT hi,
+			  uint32_t l, uint64_t s, uint64_t ls, uint64_t t, uint64_t acc, uint64_t *out)
+{
+	const int	lane = threadIdx.x & 31;
+	const uint64_t k = ix.k;
+	const uint32_t nk = 1u << ix.p;
+
+	for (;;)
+	{
+		uint64_t	le = ls * k + (k - 1);
+
+		if (le > ix.n)
+			le = ix.n;
+		while (t < le)
+		{
+			uint64_t	u = t + lane;
+			bool		v = u < le && key_at(ix, pin, npin, u) <= hi;
+			unsigned	b = __ballot_sync(FULL, v);
+
+			if (MODE == MODE_FILL && v)
+				out[acc + lane] = pay_at(ix, u);
+			acc += __popc(b);
+			t += 32;
+			if (b != FULL)
+				break;
+		}
+		if (l + 1 >= ix.levels)
+			break;
+		{
+			uint64_t	cnt = ix.n - s < nk ? ix.n - s : nk;
+			bool		lv = lane < cnt && key_at(ix, pin, npin, s + lane) < lo;
+			uint32_t	c = __popc(__ballot_sync(FULL, lv));
+
+			s = s * k + (uint64_t) (c + 1) * (k - 1);
+			ls = ls * k + (k - 1);
+			l++;
+			if (s >= ix.n)
+				break;
+			cnt = ix.n - s < nk ? ix.n - s : nk;
+			lv = lane < cnt && key_at(ix, pin, npin, s + lane) < lo;
+			t = s + __popc(__ballot_sync(FULL, lv));
+		}
+	}
+	return acc;
+}
+
+/*
+ * One lookup by one thread along the lower-bound path, scanning each level's
+ * run of [lo, hi] (section 5).  Returns false and the scan state when a run on
+ * one level exceeds HYBRID_T hits, so the warp can take over.
+ */
+struct Defer
+{
+	uint32_t	l;
+	uint64_t	s,
+				ls,
+				t;
+};
+
+template <class KT, int MODE>
+__device__ __forceinline__ bool
+single_query(const Idx<KT> &ix, const KT *pin, uint64_t npin, KT lo, KT hi,
+			 uint64_t &acc, uint64_t &first, uint64_t *out, Defer &d)
+{
+	const uint64_t k = ix.k;
+	const uint32_t nk = 1u << ix.p;
+	uint64_t	s = 0,
+				ls = 0;
+
+	for (uint32_t l = 0; l < ix.levels; l++)
+	{
+		uint64_t	le = ls * k + (k - 1);
+		uint32_t	cnt,
+					lt,
+					inr;
+
+		if (s >= ix.n)
+			break;				/* the path left the partial bottom level */
+		if (le > ix.n)
+			le = ix.n;
+		cnt = (uint32_t) (ix.n - s < nk ? ix.n - s : nk);
+		node_count(s < npin ? pin + s : key_ptr(ix, s), nk, cnt, lo, hi, lt, inr);
+		if (MODE == MODE_POINT)
+		{
+			if (inr)
+			{
+				first = pay_at(ix, s + lt);
+				acc = 1;
+				return true;
+			}
+		}
+		else if (inr)
+		{
+			uint64_t	q = s + lt;
+
+			if (MODE == MODE_COUNT)
+			{
+				if (acc == 0)
+					first = pay_at(ix, q);
+				acc += inr;
+			}
+			else
+				for (uint32_t r = 0; r < inr; r++)
+					out[acc++] = pay_at(ix, q + r);
+			if (lt + inr == nk)
+			{
+				/* the run goes on past this node: scan the level */
+				uint64_t	t = s + nk;
+				uint32_t	run = inr;
+
+				while (t < le && key_at(ix, pin, npin, t) <= hi)
+				{
+					if (run >= HYBRID_T)
+					{
+						d.l = l;
+						d.s = s;
+						d.ls = ls;
+						d.t = t;
+						return false;
+					}
+					if (MODE == MODE_FILL)
+						out[acc] = pay_at(ix, t);
+					acc++;
+					run++;
+					t++;
+				}
+			}
+		}
+		s = s * k + (uint64_t) (lt + 1) * (k - 1);
+		ls = ls * k + (k - 1);
+	}
+	return true;
+}
+
+/*
+ * Process query j (i = its id) by one thread, then let the warp finish any
+ * deferred long scans.  Every lane of the warp must call this together.
+ */
+template <class KT, int MODE>
+__device__ __forceinline__ void
+single_process(const Idx<KT> &ix, const KT *pin, uint64_t npin, const Outs &o,
+			   bool active, uint64_t i, KT lo, KT hi)
+{
+	uint64_t	acc = 0,
+				first = NO_MATCH,
+				off = 0;
+	uint64_t   *out = NULL;
+	bool		deferred = false;
+	Defer		d = {0, 0, 0, 0};
+
+	if (active)
+	{
+		bool		run = true;
+
+		if (MODE == MODE_FILL)
+		{
+			uint64_t	c;
+
+			off = o.counts[i];
+			c = o.counts[i + 1] - off;
+			out = o.pay + off;
+			if (c == 0)
+				run = false;
+			else if (c == 1)
+			{
+				out[0] = o.first[i];	/* the count pass saw the only match */
+				run = false;
+			}
+		}
+		if (run)
+			deferred = !single_query<KT, MODE>(ix, pin, npin, lo, hi, acc, first, out, d);
+	}
+	if (MODE != MODE_POINT)
+	{
+		unsigned	m = __ballot_sync(FULL, deferred);
+
+		while (m)
+		{
+			int			src = __ffs(m) - 1;
+			KT			blo = __shfl_sync(FULL, lo, src);
+			KT			bhi = __shfl_sync(FULL, hi, src);
+			uint32_t	bl = __shfl_sync(FULL, d.l, src);
+			uint64_t	bs = __shfl_sync(FULL, d.s, src);
+			uint64_t	bls = __shfl_sync(FULL, d.ls, src);
+			uint64_t	bt = __shfl_sync(FULL, d.t, src);
+			uint64_t	bacc = __shfl_sync(FULL, acc, src);
+			uint64_t	boff = __shfl_sync(FULL, off, src);
+			uint64_t	r;
+
+			r = warp_continue<KT, MODE>(ix, pin, npin, blo, bhi, bl, bs, bls, bt, bacc,
+										MODE == MODE_FILL ? o.pay + boff : NULL);
+			if ((threadIdx.x & 31) == src)
+				acc = r;
+			m &= m - 1;
+		}
+	}
+	if (!active)
+		return;
+	if (MODE == MODE_POINT)
+		o.pay[i] = acc ? first : NO_MATCH;
+	else if (MODE == MODE_COUNT)
+	{
+		o.counts[i] = acc;
+		o.first[i] = first;
+	}
+}
+
+/* Copy the top npin slots' keys into shared memory (cache pinning, 7.3) */
+template <class KT>
+__device__ __forceinline__ void
+load_pin(const Idx<KT> &ix, KT *pin, uint64_t npin)
+{
+	for (uint64_t t = threadIdx.x; t < npin; t += blockDim.x)
+		pin[t] = t < ix.n ? *key_ptr(ix, t) : (KT) 0;
+	__syncthreads();
+}
+
+/*
+ * One thread per lookup.  Grid-stride (persistent grid: the launcher sizes the
+ * grid to what is resident at once, or one block per SM for limited
+ * concurrency).  LSORT: each block sorts a tile of BLOCK * ITEMS lookup keys
+ * (cub::BlockRadixSort, striped so that neighbouring lanes get neighbouring
+ * keys) and results go to the queries' original positions.
+ */
+template <class KT, int MODE, bool LSORT, int BLOCK, int ITEMS>
+__global__ void __launch_bounds__(BLOCK)
+k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	KT		   *pin = (KT *) smem_raw;
+	const int	lane = threadIdx.x & 31;
+
+	load_pin(ix, pin, npin);
+	if (!LSORT)
+	{
+		const uint64_t stride = (uint64_t) gridDim.x * BLOCK;
+
+		/* warp-uniform trip count: the hybrid scan needs all 32 lanes */
+		for (uint64_t j = (uint64_t) blockIdx.x * BLOCK + threadIdx.x; j - lane < q.nq; j += stride)
+		{
+			bool		active = j < q.nq;
+			uint64_t	i = 0;
+			KT			lo = 0,
+						hi = 0;
+
+			if (active)
+			{
+				i = q.perm ? q.perm[j] : j;
+				lo = q.lo[j];
+				hi = q.hi ? q.hi[i] : lo;
+			}
+			single_process<KT, MODE>(ix, pin, npin, o, active, i, lo, hi);
+		}
+	}
+	else
+	{
+		typedef cub::BlockRadixSort<KT, BLOCK, ITEMS, uint32_t> Sort;
+		__shared__ typename Sort::TempStorage tmp;
+		const uint64_t tile = (uint64_t) BLOCK * ITEMS;
+
+		for (uint64_t base = (uint64_t) blockIdx.x * tile; base < q.nq; base += (uint64_t) gridDim.x * tile)
+		{
+			KT			key[ITEMS];
+			uint32_t	id[ITEMS];
+
+#pragma unroll
+			for (int it = 0; it < ITEMS; it++)
+			{
+				uint64_t	j = base + (uint64_t) threadIdx.x * ITEMS + it;
+
+				key[it] = j < q.nq ? q.lo[j] : (KT) ~(KT) 0;
+				id[it] = (uint32_t) (j - base);
+			}
+			Sort(tmp).SortBlockedToStriped(key, id);
+#pragma unroll
+			for (int it = 0; it < ITEMS; it++)
+			{
+				uint64_t	i = base + id[it];
+				bool		active = i < q.nq;
+				KT			hi = active && q.hi ? q.hi[i] : key[it];
+
+				single_process<KT, MODE>(ix, pin, npin, o, active, i, key[it], hi);
+			}
+			__syncthreads();	/* tmp is reused by the next tile */
+		}
+	}
+}
+
+/*
+ * EKS group (section 6.2): G = k - 1 lanes per lookup, each lane compares one
+ * pivot; a ballot over the group gives the child.  Ranges scan a level G slots
+ * at a time with coalesced loads.
+ */
+template <class KT, int MODE, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+k_group(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	KT		   *pin = (KT *) smem_raw;
+	const uint32_t G = 1u << ix.p;
+	const int	lane = threadIdx.x & 31;
+	const uint32_t gl = lane & (G - 1);
+	const uint32_t gpw = 32 / G;		/* groups per warp */
+	const unsigned gmask = (G == 32 ? FULL : ((1u << G) - 1)) << (lane - gl);
+	const uint64_t k = ix.k;
+	const uint64_t warp = ((uint64_t) blockIdx.x * BLOCK + threadIdx.x) >> 5;
+	const uint64_t nwarps = ((uint64_t) gridDim.x * BLOCK) >> 5;
+
+	load_pin(ix, pin, npin);
+	for (uint64_t j = warp * gpw + lane / G; j < q.nq; j += nwarps * gpw)
+	{
+		uint64_t	i = q.perm ? q.perm[j] : j;
+		KT			lo = q.lo[j];
+		KT			hi = q.hi ? q.hi[i] : lo;
+		uint64_t	acc = 0,
+					first = NO_MATCH;
+		uint64_t   *out = NULL;
+		uint64_t	s = 0,
+					ls = 0;
+
+		if (MODE == MODE_FILL)
+		{
+			uint64_t	off = o.counts[i],
+						c = o.counts[i + 1] - off;
+
+			if (c == 0)
+				continue;
+			if (c == 1)
+			{
+				if (gl == 0)
+					o.pay[off] = o.first[i];
+				continue;
+			}
+			out = o.pay + off;
+		}
+		for (uint32_t l = 0; l < ix.levels; l++)
+		{
+			uint64_t	le = ls * k + (k - 1);
+			uint64_t	cnt;
+			KT			x;
+			bool		val;
+			uint32_t	lt;
+
+			if (s >= ix.n)
+				break;
+			if (le > ix.n)
+				le = ix.n;
+			cnt = ix.n - s < G ? ix.n - s : G;
+			val = gl < cnt;
+			x = val ? key_at(ix, pin, npin, s + gl) : (KT) 0;
+			lt = __popc(__ballot_sync(gmask, val && x < lo));
+			if (MODE == MODE_POINT)
+			{
+				if (__ballot_sync(gmask, val && x >= lo && x <= hi))
+				{
+					first = pay_at(ix, s + lt);
+					acc = 1;
+					break;
+				}
+			}
+			else
+			{
+				for (uint64_t t = s + lt; t < le; t += G)
+				{
+					uint64_t	u = t + gl;
+					bool		v = u < le && key_at(ix, pin, npin, u) <= hi;
+					unsigned	b = __ballot_sync(gmask, v);
+					uint32_t	c = __popc(b);
+
+					if (MODE == MODE_FILL && v)
+						out[acc + gl] = pay_at(ix, u);
+					if (MODE == MODE_COUNT && acc == 0 && c > 0)
+						first = pay_at(ix, t);
+					acc += c;
+					if (c < G)
+						break;
+				}
+			}
+			s = s * k + (uint64_t) (lt + 1) * (k - 1);
+			ls = ls * k + (k - 1);
+		}
+		if (gl != 0)
+			continue;
+		if (MODE == MODE_POINT)
+			o.pay[i] = acc ? first : NO_MATCH;
+		else if (MODE == MODE_COUNT)
+		{
+			o.counts[i] = acc;
+			o.first[i] = first;
+		}
+	}
+}
+
+/* Text-book binary search on the sorted array (baseline), one thread per lookup */
+template <class KT>
+__device__ __forceinline__ uint64_t
+lower_bound_dev(const KT *a, uint64_t n, KT x, bool upper)
+{
+	uint64_t	l = 0,
+				r = n;
+
+	while (l < r)
+	{
+		uint64_t	m = (l + r) >> 1;
+		KT			v = a[m];
+
+		if (upper ? v <= x : v < x)
+			l = m + 1;
+		else
+			r = m;
+	}
+	return l;
+}
+
+template <class KT, int MODE>
+__global__ void
+k_bs(const KT *sk, const uint64_t *sp, uint64_t n, Qs<KT> q, Outs o)
+{
+	uint64_t	j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= q.nq)
+		return;
+	{
+		uint64_t	i = q.perm ? q.perm[j] : j;
+		KT			lo = q.lo[j];
+		KT			hi = q.hi ? q.hi[i] : lo;
+		uint64_t	lb = lower_bound_dev(sk, n, lo, false);
+
+		if (MODE == MODE_POINT)
+			o.pay[i] = lb < n && sk[lb] == lo ? sp[lb] : NO_MATCH;
+		else if (MODE == MODE_COUNT)
+		{
+			uint64_t	ub = hi < lo ? lb : lower_bound_dev(sk, n, hi, true);
+
+			o.counts[i] = ub > lb ? ub - lb : 0;
+			o.first[i] = ub > lb ? sp[lb] : NO_MATCH;
+		}
+		else
+		{
+			uint64_t	off = o.counts[i],
+						c = o.counts[i + 1] - off;
+
+			for (uint64_t r = 0; r < c; r++)
+				o.pay[off + r] = sp[lb + r];
+		}
+	}
+}
+
+/*
+ * Build: shift-based inverse permutation, equal to eytz_sorted_rank() (the
+ * tests check it).  Level starts and strides come precomputed.
+ */
+struct PermShape
+{
+	uint64_t	n;
+	uint64_t	bottom_start;	/* k^m - 1 */
+	uint64_t	bottom;			/* entries on the partial level */
+	uint32_t	p;
+	uint32_t	m;				/* full levels */
+	uint64_t	ls[66];			/* level starts, ls[m] = bottom_start */
+	uint64_t	stride[66];		/* k^(m - l - 1) */
+};
+
+static inline PermShape
+make_perm_shape(uint64_t n, uint32_t k)
+{
+	EytzShape	sh = eytz_shape(n, k);
+	PermShape	ps;
+	uint32_t	l;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.n = n;
+	ps.bottom_start = sh.k_pow_m - 1;
+	ps.bottom = sh.bottom;
+	ps.m = sh.full_levels;
+	ps.p = 0;
+	while ((1u << ps.p) < k - 1)
+		ps.p++;
+	for (l = 0; l <= ps.m && l < 66; l++)
+		ps.ls[l] = eytz_level_start(l, k);
+	for (l = 0; l < ps.m; l++)
+	{
+		uint64_t	st = 1;
+		uint32_t	d;
+
+		for (d = l + 1; d < ps.m; d++)
+			st *= k;
+		ps.stride[l] = st;
+	}
+	return ps;
+}
+
+__device__ __forceinline__ uint64_t
+fast_rank(const PermShape &ps, uint64_t t)
+{
+	if (t >= ps.bottom_start)
+	{
+		uint64_t	i = t - ps.bottom_start;
+
+		return i + (i >> ps.p);
+	}
+	else
+	{
+		/* level: largest l < m with ls[l] <= t (binary search, warp-uniform mostly) */
+		uint32_t	a = 0,
+					b = ps.m - 1;
+
+		while (a < b)
+		{
+			uint32_t	c = (a + b + 1) >> 1;
+
+			if (ps.ls[c] <= t)
+				a = c;
+			else
+				b = c - 1;
+		}
+		{
+			uint64_t	i = t - ps.ls[a];
+			uint64_t	pp = ps.stride[a] * (1 + i + (i >> ps.p)) - 1;
+			uint64_t	before = (pp + 1) << ps.p;
+
+			return pp + (before < ps.bottom ? before : ps.bottom);
+		}
+	}
+}
+
+/* Slot t takes sorted entry fast_rank(t): coalesced writes, one read each */
+template <class KT>
+__global__ void
+k_permute(PermShape ps, const KT *sk, const uint64_t *sp, KT *ok, uint64_t *op,
+		  unsigned char *aos, uint32_t tp, uint32_t tile_bytes)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < ps.n; t += stride)
+	{
+		uint64_t	r = fast_rank(ps, t);
+		KT			key = sk[r];
+		uint64_t	pay = sp[r];
+
+		if (aos)
+		{
+			unsigned char *b = aos + (t >> tp) * tile_bytes;
+			uint32_t	e = (uint32_t) (t & ((1u << tp) - 1));
+
+			((KT *) b)[e] = key;
+			((uint64_t *) (b + ((uint64_t) sizeof(KT) << tp)))[e] = pay;
+		}
+		else
+		{
+			ok[t] = key;
+			op[t] = pay;
+		}
+	}
+}
+
+/* SoA (Eytzinger order) to AoS tiles, for uploads */
+template <class KT>
+__global__ void
+k_soa_to_aos(uint64_t n, const KT *k_in, const uint64_t *p_in, unsigned char *aos,
+			 uint32_t tp, uint32_t tile_bytes)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < n; t += stride)
+	{
+		unsigned char *b = aos + (t >> tp) * tile_bytes;
+		uint32_t	e = (uint32_t) (t & ((1u << tp) - 1));
+
+		((KT *) b)[e] = k_in[t];
+		((uint64_t *) (b + ((uint64_t) sizeof(KT) << tp)))[e] = p_in[t];
+	}
+}
+
+/* Eytzinger (any k) back to sorted order: sorted[rank(t)] = E[t] */
+template <class KT>
+__global__ void
+k_unpermute(PermShape ps, const KT *ek, const uint64_t *ep, KT *sk, uint64_t *sp)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < ps.n; t += stride)
+	{
+		uint64_t	r = fast_rank(ps, t);
+
+		sk[r] = ek[t];
+		sp[r] = ep[t];
+	}
+}
+
+template <class T>
+__global__ void
+k_iota(T *a, uint64_t n)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < n; t += stride)
+		a[t] = (T) t;
+}
+
+/* ---------------------------------------------------------------------------
+ * Host-side launch configuration
+ * ------------------------------------------------------------------------- */
+
+enum Algo
+{
+	ALGO_SINGLE = 0,			/* EBS (k = 2) / EKS single */
+	ALGO_GROUP = 1,				/* EKS group */
+	ALGO_BS = 2					/* sorted array baseline */
+};
+
+struct Cfg
+{
+	int			algo;
+	bool		lsort;			/* block-local reordering (single only) */
+	uint32_t	pin_bytes;		/* shared memory for pinned top levels; 0 = off */
+	int			blocks_per_sm;	/* 0 = as many as fit (occupancy) */
+};
+
+static constexpr int SINGLE_BLOCK = 256;
+static constexpr int LSORT_BLOCK = 256;
+static constexpr int LSORT_ITEMS = 8;
+static constexpr int GROUP_BLOCK = 256;
+static constexpr int BS_BLOCK = 256;
+
+/* Whole levels of keys that fit in pin_bytes */
+template <class KT>
+static inline uint64_t
+pin_slots(const Idx<KT> &ix, uint32_t pin_bytes)
+{
+	uint64_t	cap = pin_bytes / sizeof(KT);
+	uint64_t	ls = 0,
+				best = 0;
+	uint64_t	padded = (ix.n + (1u << ix.p) - 1) >> ix.p << ix.p;
+
+	if (pin_bytes == 0 || ix.n == 0)
+		return 0;
+	for (;;)
+	{
+		uint64_t	next = ls * ix.k + (ix.k - 1);
+
+		if (next > cap || ls >= padded)
+			break;
+		ls = next;
+		best = ls;
+	}
+	return best < padded ? best : padded;
+}
+
+template <class F>
+static inline cudaError_t
+grid_for(F kernel, int block, size_t smem, int blocks_per_sm, int *grid)
+{
+	int			dev,
+				sms,
+				nb = 0;
+	cudaError_t e;
+
+	if ((e = cudaGetDevice(&dev)) != cudaSuccess)
+		return e;
+	if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
+		return e;
+	if (smem > 48 * 1024 &&
+		(e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem)) != cudaSuccess)
+		return e;
+	if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, block, smem)) != cudaSuccess)
+		return e;
+	if (nb < 1)
+		return cudaErrorInvalidConfiguration;
+	if (blocks_per_sm > 0 && blocks_per_sm < nb)
+		nb = blocks_per_sm;
+	*grid = sms * nb;
+	return cudaSuccess;
+}
+
+/*
+ * Launch one lookup kernel in the given mode.  For ALGO_BS, ix.keys/ix.pays
+ * must be the sorted arrays.
+ */
+template <class KT, int MODE>
+static inline cudaError_t
+launch_lookup(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, cudaStream_t st)
+{
+	cudaError_t e;
+	int			grid = 0;
+
+	if (q.nq == 0)
+		return cudaSuccess;
+	if (cfg.algo == ALGO_BS)
+	{
+		uint64_t	g = (q.nq + BS_BLOCK - 1) / BS_BLOCK;
+
+		k_bs<KT, MODE><<<(unsigned) g, BS_BLOCK, 0, st>>>(ix.keys, ix.pays, ix.n, q, o);
+		return cudaGetLastError();
+	}
+	{
+		uint64_t	npin = pin_slots(ix, cfg.pin_bytes);
+		size_t		smem = npin * sizeof(KT);
+
+		if (cfg.algo == ALGO_GROUP)
+		{
+			auto		kern = k_group<KT, MODE, GROUP_BLOCK>;
+
+			if ((e = grid_for(kern, GROUP_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+				return e;
+			kern<<<grid, GROUP_BLOCK, smem, st>>>(ix, q, o, npin);
+		}
+		else if (cfg.lsort && q.perm == NULL)
+		{
+			auto		kern = k_single<KT, MODE, true, LSORT_BLOCK, LSORT_ITEMS>;
+
+			if ((e = grid_for(kern, LSORT_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+				return e;
+			kern<<<grid, LSORT_BLOCK, smem, st>>>(ix, q, o, npin);
+		}
+		else
+		{
+			auto		kern = k_single<KT, MODE, false, SINGLE_BLOCK, 1>;
+
+			if ((e = grid_for(kern, SINGLE_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+				return e;
+			kern<<<grid, SINGLE_BLOCK, smem, st>>>(ix, q, o, npin);
+		}
+	}
+	return cudaGetLastError();
+}
+
+/* Bit range of keys worth sorting for global lookup reordering */
+template <class KT>
+static inline void
+sort_bits(KT minkey, KT maxkey, int *begin_bit, int *end_bit)
+{
+	uint64_t	diff = (uint64_t) (minkey ^ maxkey);
+	int			hb = 0;
+
+	while (hb < (int) (8 * sizeof(KT)) && (diff >> hb) != 0)
+		hb++;
+	if (hb == 0)
+		hb = 1;
+	*end_bit = hb;
+	/* the top 24 significant bits give neighbours that share their paths */
+	*begin_bit = hb > 24 ? hb - 24 : 0;
+}
+
+/* Device workspace sizes for global reordering (CUB two-phase call) */
+template <class KT>
+static inline cudaError_t
+reorder_temp_bytes(uint64_t nq, size_t *bytes)
+{
+	*bytes = 0;
+	return cub::DeviceRadixSort::SortPairs((void *) NULL, *bytes, (const KT *) NULL, (KT *) NULL,
+										   (const uint32_t *) NULL, (uint32_t *) NULL, (int) nq,
+										   0, (int) (8 * sizeof(KT)));
+}
+
+/* sorted_lo/perm := lo sorted (on the given bits) with the query ids */
+template <class KT>
+static inline cudaError_t
+reorder_queries(const KT *lo, uint64_t nq, KT *sorted_lo, uint32_t *iota, uint32_t *perm,
+				void *temp, size_t temp_bytes, int begin_bit, int end_bit, cudaStream_t st)
+{
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaSuccess;
+	k_iota<<<(unsigned) ((nq + 1023) / 1024 < 65535 ? (nq + 1023) / 1024 : 65535), 1024, 0, st>>>(iota, nq);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, lo, sorted_lo, iota, perm, (int) nq,
+										   begin_bit, end_bit, st);
+}
+
+}								/* namespace eytzk */
+
+#endif							/* EYTZ_KERNELS_CUH */

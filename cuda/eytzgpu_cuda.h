@@ -1,0 +1,159 @@
+/*
+ * eytzgpu_cuda.h
+ *		C API of the GPU side of eytzgpu (implemented in cuda/eytzgpu_cuda.cu).
+ *
+ * Plain C99, no CUDA types: the extension includes it from C.  Every function
+ * returns an EYTZGPU_* code (0 = ok) and, on failure, writes a message into the
+ * caller's errbuf (errlen bytes, always NUL-terminated when errlen > 0).
+ * Nothing here aborts, exits or prints.  No CUDA call happens before the first
+ * call of a function below (no static constructors), and a machine without a
+ * driver gets EYTZGPU_ENODEV, so the caller can fall back to the CPU.
+ *
+ * The layout is the one of eytz_layout.h: slot t of an index of n entries and
+ * fan-out k holds keys[t] / payloads[t] exactly as the index pages store them.
+ * Keys are order-preserving unsigned integers of 4 or 8 bytes; payloads are
+ * opaque 64-bit values (the extension packs TIDs with eytz_pack_tid).
+ *
+ * Threading: a handle must be used by one thread at a time; different handles
+ * may be used from different threads.  All calls use the current CUDA device
+ * of the handle (the device given at creation).
+ */
+#ifndef EYTZGPU_CUDA_H
+#define EYTZGPU_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Return codes */
+#define EYTZGPU_OK			0
+#define EYTZGPU_ENODEV		1	/* no usable GPU or driver: fall back to the CPU */
+#define EYTZGPU_ENOMEM		2	/* device (or pinned host) memory exhausted */
+#define EYTZGPU_EINVAL		3	/* bad argument (width, fan-out, NULL, size) */
+#define EYTZGPU_EFAIL		4	/* any other CUDA failure (launch, copy, ...) */
+
+/* Payload written for a miss by point-mode helpers (never part of CSR output) */
+#define EYTZGPU_NO_MATCH	UINT64_MAX
+
+/*
+ * Flags for upload/build (resident layout) and for lookup (strategy).
+ * Zero means "let the library choose" everywhere.
+ */
+#define EYTZGPU_LAYOUT_AUTO		0x0000u
+#define EYTZGPU_LAYOUT_SOA		0x0001u	/* keys[] and payloads[] apart */
+#define EYTZGPU_LAYOUT_AOS		0x0002u	/* per node: k-1 keys, then k-1 payloads */
+#define EYTZGPU_NO_EBS_COPY		0x0004u	/* do not keep the small binary copy (see README) */
+
+#define EYTZGPU_STRAT_AUTO		0x0000u	/* composite strategy (paper section 8) */
+#define EYTZGPU_STRAT_SINGLE	0x0010u	/* one thread per lookup: EBS if k = 2, else EKS single */
+#define EYTZGPU_STRAT_GROUP		0x0020u	/* EKS group: k-1 threads per lookup (k > 2) */
+#define EYTZGPU_STRAT_EBS		0x0030u	/* EBS on the binary copy (or the index if k = 2) */
+#define EYTZGPU_STRAT_MASK		0x00F0u
+#define EYTZGPU_REORDER_AUTO	0x0000u
+#define EYTZGPU_REORDER_NONE	0x0100u
+#define EYTZGPU_REORDER_LOCAL	0x0200u	/* block-local sort of the lookup keys */
+#define EYTZGPU_REORDER_GLOBAL	0x0300u	/* device-wide radix sort of the lookup keys */
+#define EYTZGPU_REORDER_MASK	0x0300u
+#define EYTZGPU_PIN_AUTO		0x0000u
+#define EYTZGPU_PIN_OFF			0x0400u	/* no shared-memory pinning of top levels */
+#define EYTZGPU_PIN_ON			0x0800u
+#define EYTZGPU_PIN_MASK		0x0C00u
+#define EYTZGPU_POISON			0x1000u	/* testing: fill device outputs with 0xFF first */
+
+/* What probe reports */
+typedef struct EytzGpuInfo
+{
+	char		name[256];
+	int			device;
+	int			sm_count;
+	int			cc_major;
+	int			cc_minor;
+	uint64_t	l2_bytes;
+	uint64_t	total_mem;
+	uint64_t	free_mem;
+} EytzGpuInfo;
+
+/* Opaque resident index */
+typedef struct EytzGpuIndex EytzGpuIndex;
+
+/*
+ * Result of one lookup batch: CSR over the nq queries.  The matches of query
+ * i are payloads[offsets[i] .. offsets[i+1]), in no particular order (they come
+ * grouped by tree level).  offsets has nq+1 entries, offsets[nq] == total.
+ * Both arrays live in pinned host memory owned by the handle and stay valid
+ * until the next lookup on that handle or its free.
+ */
+typedef struct EytzGpuResult
+{
+	const uint64_t *offsets;
+	const uint64_t *payloads;
+	uint64_t	total;
+	uint32_t	strategy;		/* EYTZGPU_STRAT_* | EYTZGPU_REORDER_* | EYTZGPU_PIN_* used */
+	float		kernel_ms;		/* device time of sort/count/scan/fill (CUDA events) */
+	float		total_ms;		/* wall time of the call, transfers included */
+} EytzGpuResult;
+
+/*
+ * Is a usable GPU present?  device < 0 means device 0.  Fills *info (may be
+ * NULL).  EYTZGPU_ENODEV when there is no driver or no device.
+ */
+extern int	eytzgpu_probe(int device, EytzGpuInfo *info, char *errbuf, size_t errlen);
+
+/*
+ * Upload an index already in Eytzinger order (fan-out k, n entries; keys of
+ * key_width 4 or 8 bytes, host arrays of n each).  flags: EYTZGPU_LAYOUT_*.
+ * *out receives the handle; *device_bytes (may be NULL) the device memory it
+ * holds.  n may be 0 (every lookup then returns no match).
+ */
+extern int	eytzgpu_upload(int device, const void *keys, const uint64_t *payloads,
+						   uint64_t n, int key_width, uint32_t k, uint32_t flags,
+						   EytzGpuIndex **out, uint64_t *device_bytes,
+						   char *errbuf, size_t errlen);
+
+/*
+ * Build on the GPU from n unsorted (key, payload) pairs given in ascending
+ * payload order (a heap scan's TID order): stable radix sort by key (so equal
+ * keys stay in payload order), then the one-read-one-write permutation into
+ * Eytzinger order for fan-out k.  The result is copied into out_keys (n *
+ * key_width bytes) and out_payloads (n entries), byte-identical to a CPU build
+ * that sorts by (key, payload) and applies eytz_sorted_rank.  If out is not
+ * NULL the index also stays resident and *out receives its handle.  Either
+ * out_keys/out_payloads may be NULL when only the handle is wanted.
+ * n must be below 2^31.
+ */
+extern int	eytzgpu_build(int device, const void *keys, const uint64_t *payloads,
+						  uint64_t n, int key_width, uint32_t k, uint32_t flags,
+						  void *out_keys, uint64_t *out_payloads,
+						  EytzGpuIndex **out, uint64_t *device_bytes,
+						  char *errbuf, size_t errlen);
+
+/*
+ * Look up nq queries: range [lo[i], hi[i]] (inclusive; empty if hi < lo) of
+ * the index's key width.  hi == NULL means point lookups (hi = lo).  Every
+ * match is returned (count pass, exclusive scan, fill: nothing is truncated).
+ * flags: EYTZGPU_STRAT_*, EYTZGPU_REORDER_*, EYTZGPU_PIN_*, 0 = automatic.
+ * nq must be below 2^31; nq = 0 is fine.
+ */
+extern int	eytzgpu_lookup(EytzGpuIndex *idx, const void *lo, const void *hi,
+						   uint64_t nq, uint32_t flags, EytzGpuResult *res,
+						   char *errbuf, size_t errlen);
+
+/* Release a handle and all its device and pinned memory.  NULL is a no-op. */
+extern void eytzgpu_free(EytzGpuIndex *idx);
+
+/* Facts about a handle (any pointer may be NULL) */
+extern void eytzgpu_index_info(const EytzGpuIndex *idx, uint64_t *n, int *key_width,
+							   uint32_t *k, uint32_t *layout, uint64_t *device_bytes);
+
+/* Text for a return code */
+extern const char *eytzgpu_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* EYTZGPU_CUDA_H */

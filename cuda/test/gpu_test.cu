@@ -1,0 +1,555 @@
+/*
+ * gpu_test.cu
+ *		GPU test of eytzgpu: every kernel and configuration against the CPU
+ *		reference (eytz_cpu_ref.h) on fresh random input.
+ *
+ * Covers key widths 4/8, every fan-out, sizes 0, 1, k^m-1, k^m, k^m+1 and a
+ * large one, duplicates, misses, keys below/above all keys, ranges (also empty
+ * ones), SoA/AoS, every strategy/reordering/pinning flag of the C API, the
+ * POINT-mode kernels and the sorted-array baseline.  GPU builds must be
+ * byte-identical to the CPU build.  Outputs are poisoned before each run.
+ * Prints "cuda-gpu: N passed, N failed"; without a GPU it says it skipped and
+ * exits 0.  --quick: small sizes only (for compute-sanitizer).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vector>
+#include <algorithm>
+
+#include "eytzgpu_cuda.h"
+#include "eytz_cpu_ref.h"
+#include "eytz_kernels.cuh"
+
+static int	passed,
+			failed;
+static uint64_t rng_state;
+
+static uint64_t
+rnd(void)
+{
+	/* splitmix64 */
+	uint64_t	z = (rng_state += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+#define FAIL(...) do { failed++; if (failed < 30) { printf("FAIL: "); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+struct Data
+{
+	int			kw;
+	uint32_t	k;
+	uint64_t	n;
+	std::vector<uint64_t> keys,
+				pays;			/* input, ascending payload order */
+	std::vector<uint64_t> ek,
+				ep;				/* CPU Eytzinger */
+	std::vector<uint64_t> sk,
+				sp;				/* CPU sorted */
+	uint64_t	kmax;			/* largest key value of the width */
+};
+
+static void
+make_data(Data &d, int kw, uint32_t k, uint64_t n, bool dups)
+{
+	uint64_t	i;
+	uint64_t	dom;
+
+	d.kw = kw;
+	d.k = k;
+	d.n = n;
+	d.kmax = kw == 4 ? 0xFFFFFFFFull : ~0ull;
+	/* duplicates: a small key domain; else the full width (leaving 0 and max free mostly) */
+	dom = dups ? (n / 3 + 1) : d.kmax;
+	d.keys.resize(n);
+	d.pays.resize(n);
+	for (i = 0; i < n; i++)
+	{
+		uint64_t	key = dups ? 1000 + rnd() % dom : 1 + rnd() % (d.kmax - 1);
+
+		if (kw == 4)
+			key &= 0xFFFFFFFFull;
+		d.keys[i] = key;
+		/* ascending payloads, like a heap scan's TIDs */
+		d.pays[i] = eytz_pack_tid((uint32_t) (i / 50 + 1), (uint16_t) (i % 50 + 1));
+	}
+	d.ek.resize(n);
+	d.ep.resize(n);
+	d.sk.resize(n);
+	d.sp.resize(n);
+	if (eytzref_build(d.keys.data(), d.pays.data(), n, k, d.ek.data(), d.ep.data(), d.sk.data(), d.sp.data()) != 0)
+	{
+		fprintf(stderr, "out of host memory\n");
+		exit(2);
+	}
+}
+
+/* Keys of the given width from 64-bit values */
+static std::vector<unsigned char>
+narrow(const std::vector<uint64_t> &v, int kw)
+{
+	std::vector<unsigned char> out(v.size() * kw + 8);
+
+	for (size_t i = 0; i < v.size(); i++)
+	{
+		if (kw == 4)
+		{
+			uint32_t	x = (uint32_t) v[i];
+
+			memcpy(&out[i * 4], &x, 4);
+		}
+		else
+			memcpy(&out[i * 8], &v[i], 8);
+	}
+	return out;
+}
+
+/* Query batch: points (hi empty) or ranges */
+static void
+make_queries(const Data &d, uint64_t nq, bool ranges, std::vector<uint64_t> &lo, std::vector<uint64_t> &hi)
+{
+	lo.resize(nq);
+	hi.resize(ranges ? nq : 0);
+	for (uint64_t i = 0; i < nq; i++)
+	{
+		uint64_t	r = rnd() % 10;
+		uint64_t	a;
+
+		if (d.n > 0 && r < 5)
+			a = d.sk[rnd() % d.n];		/* present */
+		else if (r < 7)
+			a = rnd() & d.kmax;			/* most likely a miss */
+		else if (r == 7)
+			a = 0;						/* below everything */
+		else if (r == 8)
+			a = d.kmax;					/* above everything */
+		else
+			a = d.n > 0 ? d.sk[0] - (d.sk[0] > 0) : 5;	/* just below the smallest */
+		lo[i] = a;
+		if (ranges)
+		{
+			uint64_t	w = rnd() % 8 == 0 ? (rnd() & d.kmax) >> (rnd() % 40) : rnd() % 64;
+
+			if (rnd() % 16 == 0)
+				hi[i] = a > 0 ? a - 1 : 0;		/* empty range (or [0,0]) */
+			else
+				hi[i] = a + w > d.kmax || a + w < a ? d.kmax : a + w;
+			/* a few very wide ranges over the whole index */
+			if (rnd() % 64 == 0)
+			{
+				lo[i] = 0;
+				hi[i] = d.kmax;
+			}
+		}
+	}
+}
+
+static bool
+check_csr(const Data &d, const std::vector<uint64_t> &lo, const std::vector<uint64_t> &hi,
+		  const EytzGpuResult &res, const char *what)
+{
+	uint64_t	nq = lo.size();
+	std::vector<uint64_t> ref,
+				got;
+	uint64_t	tot = 0;
+
+	if (res.offsets[0] != 0)
+	{
+		FAIL("%s: offsets[0] = %llu", what, (unsigned long long) res.offsets[0]);
+		return false;
+	}
+	for (uint64_t i = 0; i < nq; i++)
+	{
+		uint64_t	h = hi.empty() ? lo[i] : hi[i];
+		uint64_t	c = eytzref_range(d.ek.data(), d.ep.data(), d.n, d.k, lo[i], h, NULL, 0);
+		uint64_t	first,
+					cs = eytzref_sorted_range(d.sk.data(), d.n, lo[i], h, &first);
+		uint64_t	a = res.offsets[i],
+					b = res.offsets[i + 1];
+
+		if (c != cs)
+		{
+			FAIL("%s: reference disagrees with sorted array (query %llu)", what, (unsigned long long) i);
+			return false;
+		}
+		if (b < a || b - a != c)
+		{
+			FAIL("%s: query %llu [%llu,%llu] count %llu, expected %llu (n=%llu k=%u kw=%d)", what,
+				 (unsigned long long) i, (unsigned long long) lo[i], (unsigned long long) h,
+				 (unsigned long long) (b - a), (unsigned long long) c, (unsigned long long) d.n, d.k, d.kw);
+			return false;
+		}
+		ref.resize(c);
+		eytzref_range(d.ek.data(), d.ep.data(), d.n, d.k, lo[i], h, ref.data(), c);
+		got.assign(res.payloads + a, res.payloads + b);
+		std::sort(ref.begin(), ref.end());
+		std::sort(got.begin(), got.end());
+		if (ref != got)
+		{
+			FAIL("%s: query %llu payloads differ (n=%llu k=%u kw=%d)", what, (unsigned long long) i,
+				 (unsigned long long) d.n, d.k, d.kw);
+			return false;
+		}
+		tot += c;
+	}
+	if (res.total != tot || res.offsets[nq] != tot)
+	{
+		FAIL("%s: total %llu, expected %llu", what, (unsigned long long) res.total, (unsigned long long) tot);
+		return false;
+	}
+	return true;
+}
+
+static const uint32_t lookup_flags[] = {
+	0,
+	EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_NONE | EYTZGPU_PIN_OFF,
+	EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_LOCAL | EYTZGPU_PIN_ON,
+	EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_GLOBAL | EYTZGPU_PIN_ON,
+	EYTZGPU_STRAT_GROUP | EYTZGPU_REORDER_NONE | EYTZGPU_PIN_OFF,
+	EYTZGPU_STRAT_GROUP | EYTZGPU_REORDER_GLOBAL | EYTZGPU_PIN_ON,
+	EYTZGPU_STRAT_EBS | EYTZGPU_REORDER_LOCAL | EYTZGPU_PIN_ON,
+};
+
+/* Lookups through the C API on one handle */
+static void
+test_handle(const Data &d, EytzGpuIndex *h, const char *what, bool quick)
+{
+	char		err[256];
+
+	for (int ranges = 0; ranges < 2; ranges++)
+	{
+		std::vector<uint64_t> lo,
+					hi;
+		uint64_t	nq = quick ? 300 : 1000 + rnd() % 3000;
+
+		make_queries(d, nq, ranges, lo, hi);
+		std::vector<unsigned char> nlo = narrow(lo, d.kw),
+					nhi = narrow(hi, d.kw);
+
+		for (size_t f = 0; f < sizeof(lookup_flags) / sizeof(lookup_flags[0]); f++)
+		{
+			if (quick && (f == 2 || f == 4 || f == 6))
+				continue;		/* sanitizer runs: keep to a representative half */
+			EytzGpuResult res;
+			char		name[200];
+			int			rc;
+
+			snprintf(name, sizeof(name), "%s %s flags=%#x", what, ranges ? "range" : "point", lookup_flags[f]);
+			memset(&res, 0, sizeof(res));
+			rc = eytzgpu_lookup(h, nlo.data(), ranges ? nhi.data() : NULL, nq,
+								lookup_flags[f] | EYTZGPU_POISON, &res, err, sizeof(err));
+			if (rc != EYTZGPU_OK)
+			{
+				FAIL("%s: lookup rc=%d %s", name, rc, err);
+				continue;
+			}
+			if (check_csr(d, lo, hi, res, name))
+				passed++;
+		}
+	}
+	/* an empty batch */
+	{
+		EytzGpuResult res;
+
+		if (eytzgpu_lookup(h, NULL, NULL, 0, 0, &res, err, sizeof(err)) == EYTZGPU_OK && res.total == 0 &&
+			res.offsets[0] == 0)
+			passed++;
+		else
+			FAIL("%s: empty batch", what);
+	}
+}
+
+/* POINT-mode kernels and the sorted-array baseline, called directly */
+template <class KT>
+static void
+test_point_kernels(const Data &d, bool quick)
+{
+	using namespace eytzk;
+	uint64_t	n = d.n,
+				pad = padded_slots(n, d.k, sizeof(KT));
+	std::vector<uint64_t> lo,
+				hi;
+	uint64_t	nq = quick ? 300 : 5000;
+	KT		   *dk = NULL,
+			   *dsk = NULL,
+			   *dq = NULL;
+	uint64_t   *dp = NULL,
+			   *dsp = NULL,
+			   *dout = NULL;
+	unsigned char *daos = NULL;
+	uint32_t	tp = aos_tile_log2(d.k, sizeof(KT));
+	uint32_t	tb = (uint32_t) ((sizeof(KT) + 8) << tp);
+
+	make_queries(d, nq, false, lo, hi);
+	std::vector<KT> ek(pad, 0),
+				sk(n + 1),
+				q(nq);
+	std::vector<uint64_t> ep(pad, 0),
+				out(nq);
+
+	for (uint64_t i = 0; i < n; i++)
+	{
+		ek[i] = (KT) d.ek[i];
+		ep[i] = d.ep[i];
+		sk[i] = (KT) d.sk[i];
+	}
+	for (uint64_t i = 0; i < nq; i++)
+		q[i] = (KT) lo[i];
+	if (cudaMalloc(&dk, pad * sizeof(KT)) || cudaMalloc(&dp, pad * 8) || cudaMalloc(&dsk, (n + 1) * sizeof(KT)) ||
+		cudaMalloc(&dsp, (n + 1) * 8) || cudaMalloc(&dq, nq * sizeof(KT)) || cudaMalloc(&dout, nq * 8) ||
+		cudaMalloc(&daos, (pad >> tp) * tb + 16))
+	{
+		FAIL("point kernels: cudaMalloc");
+		return;
+	}
+	cudaMemcpy(dk, ek.data(), pad * sizeof(KT), cudaMemcpyHostToDevice);
+	cudaMemcpy(dp, ep.data(), pad * 8, cudaMemcpyHostToDevice);
+	cudaMemcpy(dsk, sk.data(), (n + 1) * sizeof(KT), cudaMemcpyHostToDevice);
+	cudaMemcpy(dsp, d.sp.data(), n * 8, cudaMemcpyHostToDevice);
+	cudaMemcpy(dq, q.data(), nq * sizeof(KT), cudaMemcpyHostToDevice);
+	cudaMemset(daos, 0, (pad >> tp) * tb + 16);
+	k_soa_to_aos<KT><<<64, 256>>>(n, dk, dp, daos, tp, tb);
+
+	struct V
+	{
+		int			algo;
+		bool		aos,
+					lsort;
+		uint32_t	pin;
+		int			bps;
+	}			vs[] = {
+		{ALGO_SINGLE, false, false, 0, 0}, {ALGO_SINGLE, true, false, 0, 1},
+		{ALGO_SINGLE, false, true, 48 * 1024, 0}, {ALGO_SINGLE, true, true, 96 * 1024, 1},
+		{ALGO_SINGLE, false, false, 200 * 1024, 1},
+		{ALGO_GROUP, false, false, 0, 0}, {ALGO_GROUP, true, false, 16 * 1024, 0},
+		{ALGO_BS, false, false, 0, 0},
+	};
+
+	for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++)
+	{
+		Idx<KT>		ix;
+		Qs<KT>		qs = {dq, NULL, NULL, nq};
+		Outs		o = {dout, NULL, NULL};
+		Cfg			cfg = {vs[v].algo, vs[v].lsort, vs[v].pin, vs[v].bps};
+		EytzShape	sh = eytz_shape(n, d.k);
+		cudaError_t e;
+		bool		ok = true;
+
+		if (vs[v].algo == ALGO_GROUP && d.k == 2)
+			continue;
+		memset(&ix, 0, sizeof(ix));
+		ix.n = n;
+		ix.k = d.k;
+		while ((1u << ix.p) < d.k - 1)
+			ix.p++;
+		ix.levels = sh.levels;
+		ix.tp = tp;
+		ix.tile_bytes = tb;
+		if (vs[v].algo == ALGO_BS)
+		{
+			ix.keys = dsk;
+			ix.pays = dsp;
+		}
+		else if (vs[v].aos)
+			ix.aos = daos;
+		else
+		{
+			ix.keys = dk;
+			ix.pays = dp;
+		}
+		cudaMemset(dout, 0xAB, nq * 8);
+		e = launch_lookup<KT, MODE_POINT>(ix, qs, o, cfg, 0);
+		if (e == cudaSuccess)
+			e = cudaDeviceSynchronize();
+		if (e != cudaSuccess)
+		{
+			FAIL("point kernel %zu: %s", v, cudaGetErrorString(e));
+			continue;
+		}
+		cudaMemcpy(out.data(), dout, nq * 8, cudaMemcpyDeviceToHost);
+		for (uint64_t i = 0; i < nq && ok; i++)
+		{
+			uint64_t	first,
+						c = eytzref_sorted_range(d.sk.data(), n, lo[i], lo[i], &first);
+
+			if (c == 0)
+				ok = out[i] == NO_MATCH;
+			else
+			{
+				/* any of the matches: payloads of sorted [first, first + c) */
+				ok = false;
+				for (uint64_t r = first; r < first + c; r++)
+					if (d.sp[r] == out[i])
+						ok = true;
+			}
+			if (!ok)
+				FAIL("point kernel %zu (algo %d aos %d lsort %d pin %u): n=%llu k=%u kw=%d query %llu got %llx",
+					 v, vs[v].algo, vs[v].aos, vs[v].lsort, vs[v].pin, (unsigned long long) n, d.k, d.kw,
+					 (unsigned long long) i, (unsigned long long) out[i]);
+		}
+		if (ok)
+			passed++;
+	}
+	cudaFree(dk);
+	cudaFree(dp);
+	cudaFree(dsk);
+	cudaFree(dsp);
+	cudaFree(dq);
+	cudaFree(dout);
+	cudaFree(daos);
+}
+
+static void
+test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
+{
+	Data		d;
+	char		err[256],
+				what[160];
+	EytzGpuIndex *hb = NULL,
+			   *hs = NULL,
+			   *ha = NULL;
+	uint64_t	bytes = 0;
+	int			rc;
+
+	make_data(d, kw, k, n, dups);
+	std::vector<unsigned char> nk = narrow(d.keys, kw);
+	std::vector<unsigned char> ok(n * kw + 8, 0xEE);	/* poisoned build output */
+	std::vector<uint64_t> op(n + 1, 0xEEEEEEEEEEEEEEEEull);
+	std::vector<unsigned char> ref = narrow(d.ek, kw);
+
+	snprintf(what, sizeof(what), "kw=%d k=%u n=%llu%s", kw, k, (unsigned long long) n, dups ? " dups" : "");
+	rc = eytzgpu_build(0, nk.data(), d.pays.data(), n, kw, k, 0, ok.data(), op.data(), &hb, &bytes, err, sizeof(err));
+	if (rc != EYTZGPU_OK)
+	{
+		FAIL("%s: build rc=%d %s", what, rc, err);
+		return;
+	}
+	if (memcmp(ok.data(), ref.data(), n * kw) != 0 || memcmp(op.data(), d.ep.data(), n * 8) != 0)
+		FAIL("%s: GPU build differs from the CPU build", what);
+	else
+		passed++;
+	rc = eytzgpu_upload(0, ref.data(), d.ep.data(), n, kw, k, EYTZGPU_LAYOUT_SOA, &hs, NULL, err, sizeof(err));
+	if (rc == EYTZGPU_OK)
+		rc = eytzgpu_upload(0, ref.data(), d.ep.data(), n, kw, k, EYTZGPU_LAYOUT_AOS | EYTZGPU_NO_EBS_COPY,
+							&ha, NULL, err, sizeof(err));
+	if (rc != EYTZGPU_OK)
+		FAIL("%s: upload rc=%d %s", what, rc, err);
+	else
+	{
+		char		w2[200];
+
+		snprintf(w2, sizeof(w2), "%s built", what);
+		test_handle(d, hb, w2, quick);
+		snprintf(w2, sizeof(w2), "%s soa", what);
+		if (!quick)
+			test_handle(d, hs, w2, quick);
+		snprintf(w2, sizeof(w2), "%s aos", what);
+		test_handle(d, ha, w2, quick);
+	}
+	eytzgpu_free(hb);
+	eytzgpu_free(hs);
+	eytzgpu_free(ha);
+	if (kw == 4)
+		test_point_kernels<uint32_t>(d, quick);
+	else
+		test_point_kernels<uint64_t>(d, quick);
+}
+
+static void
+test_errors(void)
+{
+	char		err[256];
+	EytzGpuIndex *h = NULL;
+	uint64_t	key = 1,
+				pay = 1;
+
+	if (eytzgpu_upload(0, &key, &pay, 1, 5, 9, 0, &h, NULL, err, sizeof(err)) == EYTZGPU_EINVAL && h == NULL)
+		passed++;
+	else
+		FAIL("bad key width accepted");
+	if (eytzgpu_upload(0, &key, &pay, 1, 8, 7, 0, &h, NULL, err, sizeof(err)) == EYTZGPU_EINVAL && h == NULL)
+		passed++;
+	else
+		FAIL("bad fan-out accepted");
+	/* one key, a miss */
+	{
+		EytzGpuInfo info;
+		int			rc = eytzgpu_probe(0, &info, err, sizeof(err));
+
+		if (rc == EYTZGPU_OK)
+		{
+			std::vector<uint64_t> lo(1, 0);
+
+			rc = eytzgpu_upload(0, &key, &pay, 1, 8, 9, 0, &h, NULL, err, sizeof(err));
+			if (rc == EYTZGPU_OK)
+			{
+				EytzGpuResult res;
+
+				rc = eytzgpu_lookup(h, lo.data(), NULL, 1, 0, &res, err, sizeof(err));
+				if (rc == EYTZGPU_OK && res.total == 0)
+					passed++;
+				else
+					FAIL("tiny lookup rc=%d %s", rc, err);
+				eytzgpu_free(h);
+			}
+			else
+				FAIL("tiny upload rc=%d %s", rc, err);
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	EytzGpuInfo info;
+	char		err[256];
+	bool		quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+	int			rc = eytzgpu_probe(0, &info, err, sizeof(err));
+	static const uint32_t ks[] = {2, 3, 5, 9, 17, 33};
+
+	if (rc != EYTZGPU_OK)
+	{
+		printf("cuda-gpu: skipped, no usable GPU (code %d: %s)\n", rc, err);
+		return 0;
+	}
+	rng_state = (uint64_t) time(NULL) ^ ((uint64_t) clock() << 32);
+	if (getenv("EYTZ_SEED"))
+		rng_state = strtoull(getenv("EYTZ_SEED"), NULL, 0);
+	printf("device: %s, %d SMs, L2 %llu MB; seed %llu%s\n", info.name, info.sm_count,
+		   (unsigned long long) (info.l2_bytes >> 20), (unsigned long long) rng_state, quick ? " (quick)" : "");
+	test_errors();
+	for (int kw = 4; kw <= 8; kw += 4)
+		for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++)
+		{
+			uint32_t	k = ks[ki];
+			std::vector<uint64_t> sizes = {0, 1};
+			uint64_t	pw = 1;
+
+			if (quick && k != 2 && k != 9)
+				continue;
+			for (int m = 1; m <= (quick ? 2 : 3); m++)
+			{
+				pw *= k;
+				if (pw > 40000)
+					break;
+				sizes.push_back(pw - 1);
+				sizes.push_back(pw);
+				sizes.push_back(pw + 1);
+			}
+			if (!quick)
+			{
+				sizes.push_back(1000 + rnd() % 5000);
+				if (k == 2 || k == 9 || k == 17)
+					sizes.push_back(((uint64_t) 1 << 20) + rnd() % 100000);
+			}
+			for (size_t si = 0; si < sizes.size(); si++)
+				for (int dups = 0; dups < 2; dups++)
+					test_case(kw, k, sizes[si], dups, quick);
+		}
+	printf("cuda-gpu: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
