@@ -187,6 +187,9 @@ extern const EytzKeyType *eytz_key_type(Oid typid);
 extern const EytzKeyType *eytz_index_key_type(Relation index);
 extern int	eytz_build_ranges(Relation index, ScanKey keys, int nkeys,
 							  EytzRange **ranges);
+extern bool scalar_range(Relation index, const EytzKeyType *kt,
+						 StrategyNumber strategy, Oid argtype, Datum arg,
+						 EytzRange *r);
 
 /* eytzsort.c */
 extern void eytz_pairs_init(EytzPairs *pairs, Size mem_limit);

@@ -126,6 +126,44 @@ dec_float8(uint64 k)
 	return Float8GetDatum(f);
 }
 
+/*
+ * Keys of int32/int64 values outside the valid date/timestamp range are never
+ * stored, but the binary search over the key domain decodes them.  The
+ * cross-type comparisons overflow on them (date_cmp_timestamp() multiplies an
+ * invalid date by USECS_PER_DAY), which would break the monotonicity the
+ * search needs; so they decode as -infinity or infinity, which order where
+ * their keys do.
+ */
+static Datum
+dec_date(uint64 k)
+{
+	DateADT		d = (DateADT) (int32) (uint32) (k ^ SIGN32);
+
+	if (!IS_VALID_DATE(d) && !DATE_NOT_FINITE(d))
+	{
+		if (d < 0)
+			DATE_NOBEGIN(d);
+		else
+			DATE_NOEND(d);
+	}
+	return DateADTGetDatum(d);
+}
+
+static Datum
+dec_timestamp(uint64 k)
+{
+	Timestamp	t = (Timestamp) (k ^ SIGN64);
+
+	if (!IS_VALID_TIMESTAMP(t) && !TIMESTAMP_NOT_FINITE(t))
+	{
+		if (t < 0)
+			TIMESTAMP_NOBEGIN(t);
+		else
+			TIMESTAMP_NOEND(t);
+	}
+	return TimestampGetDatum(t);
+}
+
 /* encoded -inf: keys below it decode to negative NaNs and are never made */
 #define FLOAT4_NEG_INF_KEY	UINT64CONST(0x007FFFFF)
 #define FLOAT8_NEG_INF_KEY	UINT64CONST(0x000FFFFFFFFFFFFF)
@@ -136,9 +174,9 @@ static const EytzKeyType key_types[] = {
 	{INT4OID, 4, true, PG_INT32_MIN, PG_INT32_MAX, 0, PG_UINT32_MAX, enc_int4, dec_int4},
 	{INT8OID, 8, true, PG_INT64_MIN, PG_INT64_MAX, 0, PG_UINT64_MAX, enc_int8, dec_int8},
 	{OIDOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_oid, dec_oid},
-	{DATEOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_int4, dec_int4},
-	{TIMESTAMPOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_int8},
-	{TIMESTAMPTZOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_int8},
+	{DATEOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_int4, dec_date},
+	{TIMESTAMPOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_timestamp},
+	{TIMESTAMPTZOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_timestamp},
 	{FLOAT4OID, 4, false, 0, 0, FLOAT4_NEG_INF_KEY, PG_UINT32_MAX, enc_float4, dec_float4},
 	{FLOAT8OID, 8, false, 0, 0, FLOAT8_NEG_INF_KEY, PG_UINT64_MAX, enc_float8, dec_float8},
 };
@@ -223,7 +261,7 @@ domain_lower_bound(const EytzKeyType *kt, FmgrInfo *cmp, Oid collation,
  * Translate "col <strategy> arg" into one key range; false if nothing can
  * match.  arg is of type argtype (InvalidOid: the column's type).
  */
-static bool
+bool
 scalar_range(Relation index, const EytzKeyType *kt, StrategyNumber strategy,
 			 Oid argtype, Datum arg, EytzRange *r)
 {
