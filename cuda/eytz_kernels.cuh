@@ -208,15 +208,32 @@ warp_continue(const Idx<KT> &ix, const KT *pin, uint64_t npin, KT lo, KT hi,
 			le = ix.n;
 		while (t < le)
 		{
-			uint64_t	u = t + lane;
-			bool		v = u < le && key_at(ix, pin, npin, u) <= hi;
-			unsigned	b = __ballot_sync(FULL, v);
+			/* 4 x 32 slots per step: enough loads in flight to hide latency */
+			bool		v[4];
+			bool		done = false;
 
-			if (MODE == MODE_FILL && v)
-				out[acc + lane] = pay_at(ix, u);
-			acc += __popc(b);
-			t += 32;
-			if (b != FULL)
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+			{
+				uint64_t	u = t + r * 32 + lane;
+
+				v[r] = u < le && key_at(ix, pin, npin, u) <= hi;
+			}
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+			{
+				unsigned	b = __ballot_sync(FULL, v[r]);
+
+				if (!done)
+				{
+					if (MODE == MODE_FILL && v[r])
+						out[acc + lane] = pay_at(ix, t + r * 32 + lane);
+					acc += __popc(b);
+					done = b != FULL;
+				}
+			}
+			t += 128;
+			if (done)
 				break;
 		}
 		if (l + 1 >= ix.levels)
@@ -252,13 +269,14 @@ struct Defer
 				t;
 };
 
-template <class KT, int MODE>
+template <class KT, int MODE, int NKC>
 __device__ __forceinline__ bool
 single_query(const Idx<KT> &ix, const KT *pin, uint64_t npin, KT lo, KT hi,
 			 uint64_t &acc, uint64_t &first, uint64_t *out, Defer &d)
 {
-	const uint64_t k = ix.k;
-	const uint32_t nk = 1u << ix.p;
+	/* NKC > 0: node size known at compile time (unrolled node loads) */
+	const uint32_t nk = NKC > 0 ? (uint32_t) NKC : 1u << ix.p;
+	const uint64_t k = nk + 1;
 	uint64_t	s = 0,
 				ls = 0;
 
@@ -284,19 +302,20 @@ single_query(const Idx<KT> &ix, const KT *pin, uint64_t npin, KT lo, KT hi,
 				return true;
 			}
 		}
-		else if (inr)
+		else
 		{
 			uint64_t	q = s + lt;
 
-			if (MODE == MODE_COUNT)
+			if (inr && MODE == MODE_COUNT)
 			{
 				if (acc == 0)
 					first = pay_at(ix, q);
 				acc += inr;
 			}
-			else
+			else if (inr)
 				for (uint32_t r = 0; r < inr; r++)
 					out[acc++] = pay_at(ix, q + r);
+			/* the level's run may start or go on right after this node */
 			if (lt + inr == nk)
 			{
 				/* the run goes on past this node: scan the level */
@@ -331,7 +350,7 @@ single_query(const Idx<KT> &ix, const KT *pin, uint64_t npin, KT lo, KT hi,
  * Process query j (i = its id) by one thread, then let the warp finish any
  * deferred long scans.  Every lane of the warp must call this together.
  */
-template <class KT, int MODE>
+template <class KT, int MODE, int NKC>
 __device__ __forceinline__ void
 single_process(const Idx<KT> &ix, const KT *pin, uint64_t npin, const Outs &o,
 			   bool active, uint64_t i, KT lo, KT hi)
@@ -363,7 +382,7 @@ single_process(const Idx<KT> &ix, const KT *pin, uint64_t npin, const Outs &o,
 			}
 		}
 		if (run)
-			deferred = !single_query<KT, MODE>(ix, pin, npin, lo, hi, acc, first, out, d);
+			deferred = !single_query<KT, MODE, NKC>(ix, pin, npin, lo, hi, acc, first, out, d);
 	}
 	if (MODE != MODE_POINT)
 	{
@@ -417,7 +436,7 @@ load_pin(const Idx<KT> &ix, KT *pin, uint64_t npin)
  * (cub::BlockRadixSort, striped so that neighbouring lanes get neighbouring
  * keys) and results go to the queries' original positions.
  */
-template <class KT, int MODE, bool LSORT, int BLOCK, int ITEMS>
+template <class KT, int MODE, bool LSORT, int BLOCK, int ITEMS, int NKC>
 __global__ void __launch_bounds__(BLOCK)
 k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 {
@@ -444,7 +463,7 @@ k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 				lo = q.lo[j];
 				hi = q.hi ? q.hi[i] : lo;
 			}
-			single_process<KT, MODE>(ix, pin, npin, o, active, i, lo, hi);
+			single_process<KT, MODE, NKC>(ix, pin, npin, o, active, i, lo, hi);
 		}
 	}
 	else
@@ -474,10 +493,60 @@ k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 				bool		active = i < q.nq;
 				KT			hi = active && q.hi ? q.hi[i] : key[it];
 
-				single_process<KT, MODE>(ix, pin, npin, o, active, i, key[it], hi);
+				single_process<KT, MODE, NKC>(ix, pin, npin, o, active, i, key[it], hi);
 			}
 			__syncthreads();	/* tmp is reused by the next tile */
 		}
+	}
+}
+
+/*
+ * Point lookups, one thread each, node size fixed at compile time: the
+ * paper's measure (one payload or NO_MATCH per query).  No early exit: every
+ * lookup walks all levels (uniform warps); the deepest node holding the key
+ * gives the payload.  perm: globally sorted lookups, result to query perm[j].
+ */
+template <class KT, int NK, bool AOS>
+__global__ void __launch_bounds__(256)
+k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	KT		   *pin = (KT *) smem_raw;
+	const uint64_t stride = (uint64_t) gridDim.x * blockDim.x;
+
+	load_pin(ix, pin, npin);
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < q.nq; j += stride)
+	{
+		uint64_t	i = q.perm ? q.perm[j] : j;
+		KT			x = q.lo[j];
+		uint64_t	s = 0,
+					cand = NO_MATCH;
+
+		for (uint32_t l = 0; l < ix.levels; l++)
+		{
+			uint32_t	cnt = NK,
+						lt,
+						inr;
+			const KT   *p;
+
+			if (l >= full_levels)
+			{
+				if (s >= ix.n)
+					break;
+				cnt = ix.n - s < NK ? (uint32_t) (ix.n - s) : NK;
+			}
+			if (s < npin)
+				p = pin + s;
+			else if (AOS)
+				p = (const KT *) (ix.aos + (s >> ix.tp) * ix.tile_bytes) + (s & ((1u << ix.tp) - 1));
+			else
+				p = ix.keys + s;
+			node_count(p, NK, cnt, x, x, lt, inr);
+			if (inr)
+				cand = s + lt;
+			s = s * (NK + 1) + (uint64_t) (lt + 1) * NK;
+		}
+		out[i] = cand == NO_MATCH ? NO_MATCH : pay_at(ix, cand);
 	}
 }
 
@@ -868,6 +937,36 @@ grid_for(F kernel, int block, size_t smem, int blocks_per_sm, int *grid)
 	return cudaSuccess;
 }
 
+template <class KT, int NK, bool AOS>
+static inline cudaError_t
+launch_point(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, uint64_t npin, cudaStream_t st)
+{
+	auto		kern = k_point<KT, NK, AOS>;
+	size_t		smem = npin * sizeof(KT);
+	int			grid = 0;
+	cudaError_t e;
+
+	if ((e = grid_for(kern, 256, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+		return e;
+	kern<<<grid, 256, smem, st>>>(ix, q, o.pay, npin, eytz_shape(ix.n, ix.k).full_levels);
+	return cudaGetLastError();
+}
+
+template <class KT, int MODE, int NKC>
+static inline cudaError_t
+launch_single(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, uint64_t npin, cudaStream_t st)
+{
+	auto		kern = k_single<KT, MODE, false, SINGLE_BLOCK, 1, NKC>;
+	size_t		smem = npin * sizeof(KT);
+	int			grid = 0;
+	cudaError_t e;
+
+	if ((e = grid_for(kern, SINGLE_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+		return e;
+	kern<<<grid, SINGLE_BLOCK, smem, st>>>(ix, q, o, npin);
+	return cudaGetLastError();
+}
+
 /*
  * Launch one lookup kernel in the given mode.  For ALGO_BS, ix.keys/ix.pays
  * must be the sorted arrays.
@@ -902,19 +1001,53 @@ launch_lookup(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg,
 		}
 		else if (cfg.lsort && q.perm == NULL)
 		{
-			auto		kern = k_single<KT, MODE, true, LSORT_BLOCK, LSORT_ITEMS>;
+			auto		kern = k_single<KT, MODE, true, LSORT_BLOCK, LSORT_ITEMS, 0>;
 
 			if ((e = grid_for(kern, LSORT_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
 				return e;
 			kern<<<grid, LSORT_BLOCK, smem, st>>>(ix, q, o, npin);
 		}
+		else if (MODE == MODE_POINT)
+		{
+			switch (ix.k)
+			{
+				case 2:
+					return ix.aos ? launch_point<KT, 1, true>(ix, q, o, cfg, npin, st)
+						: launch_point<KT, 1, false>(ix, q, o, cfg, npin, st);
+				case 3:
+					return ix.aos ? launch_point<KT, 2, true>(ix, q, o, cfg, npin, st)
+						: launch_point<KT, 2, false>(ix, q, o, cfg, npin, st);
+				case 5:
+					return ix.aos ? launch_point<KT, 4, true>(ix, q, o, cfg, npin, st)
+						: launch_point<KT, 4, false>(ix, q, o, cfg, npin, st);
+				case 9:
+					return ix.aos ? launch_point<KT, 8, true>(ix, q, o, cfg, npin, st)
+						: launch_point<KT, 8, false>(ix, q, o, cfg, npin, st);
+				case 17:
+					return ix.aos ? launch_point<KT, 16, true>(ix, q, o, cfg, npin, st)
+						: launch_point<KT, 16, false>(ix, q, o, cfg, npin, st);
+				default:
+					return ix.aos ? launch_point<KT, 32, true>(ix, q, o, cfg, npin, st)
+						: launch_point<KT, 32, false>(ix, q, o, cfg, npin, st);
+			}
+		}
 		else
 		{
-			auto		kern = k_single<KT, MODE, false, SINGLE_BLOCK, 1>;
-
-			if ((e = grid_for(kern, SINGLE_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
-				return e;
-			kern<<<grid, SINGLE_BLOCK, smem, st>>>(ix, q, o, npin);
+			switch (ix.k)
+			{
+				case 2:
+					return launch_single<KT, MODE, 1>(ix, q, o, cfg, npin, st);
+				case 3:
+					return launch_single<KT, MODE, 2>(ix, q, o, cfg, npin, st);
+				case 5:
+					return launch_single<KT, MODE, 4>(ix, q, o, cfg, npin, st);
+				case 9:
+					return launch_single<KT, MODE, 8>(ix, q, o, cfg, npin, st);
+				case 17:
+					return launch_single<KT, MODE, 16>(ix, q, o, cfg, npin, st);
+				default:
+					return launch_single<KT, MODE, 32>(ix, q, o, cfg, npin, st);
+			}
 		}
 	}
 	return cudaGetLastError();

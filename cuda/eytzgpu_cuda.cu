@@ -799,6 +799,32 @@ sample_batch(const KT *lo, uint64_t nq, bool *sorted, bool *skewed)
 	*skewed = distinct < S * 3 / 4;
 }
 
+/*
+ * Do the sampled ranges hold many matches each?  Expected hits of [lo, hi]
+ * is its width times the index's key density; from 32 hits on, group scans
+ * with coalesced loads win (section 5.1, measured in cuda/README.md).
+ */
+template <class KT>
+static bool
+wide_ranges(const KT *lo, const KT *hi, uint64_t nq, KT mn, KT mx, uint64_t n)
+{
+	const int	S = 64;
+	int			wide = 0,
+				i;
+	double		density = n / ((double) mx - (double) mn + 1.0);
+
+	if (nq == 0 || n == 0)
+		return false;
+	for (i = 0; i < S; i++)
+	{
+		uint64_t	j = (nq - 1) * (uint64_t) i / S;
+		double		w = hi[j] >= lo[j] ? (double) hi[j] - (double) lo[j] + 1.0 : 0.0;
+
+		wide += w * density >= 32.0;
+	}
+	return wide * 2 > S;
+}
+
 /* Tuned on the H100 (cuda/README.md): shared memory for pinned top levels */
 static const uint32_t PIN_BYTES_SMALL = 64 * 1024;
 static const uint32_t PIN_BYTES_LARGE = 32 * 1024;
@@ -834,7 +860,9 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 					skewed;
 
 		sample_batch(lo, nq, &sorted, &skewed);
-		if (small && have_ebs)
+		if (hi && wide_ranges(lo, hi, nq, (KT) h->minkey, (KT) h->maxkey, h->n) && h->k > 2)
+			strat = EYTZGPU_STRAT_GROUP;	/* long per-level runs: scan with coalesced group loads */
+		else if (small && have_ebs)
 			strat = EYTZGPU_STRAT_EBS;
 		else if (sorted || skewed || h->k == 2)
 			strat = EYTZGPU_STRAT_SINGLE;
@@ -893,7 +921,7 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	{
 		CK(cudaMemsetAsync(h->d_cnt, 0xFF, (nq + 1) * 8, h->st));
 		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, h->st));
-		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8 + 8, h->st));
+		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, h->st));
 	}
 	if (reord == EYTZGPU_REORDER_GLOBAL && nq > 0)
 	{
