@@ -16,6 +16,7 @@
 #include "utils/rel.h"
 
 #include "eytzgpu.h"
+#include "eytzjoin.h"
 
 PG_MODULE_MAGIC;
 
@@ -62,6 +63,7 @@ _PG_init(void)
 					  "Pending entries that trigger a merge into the layout",
 					  EYTZ_DEFAULT_PENDING_LIMIT, 16, 64 * 1024 * 1024,
 					  AccessExclusiveLock);
+	eytz_join_init();
 }
 
 bytea *

@@ -1,0 +1,504 @@
+/*
+ * eytzjoin.c
+ *		Planner side of the batched index-nested-loop join ("EytzGPU Join"):
+ *		GUCs, the set_join_pathlist_hook, costing and the CustomScan plan.
+ *
+ * When the inner side of an INNER, LEFT, SEMI or ANTI join is a plain table
+ * with an eytzgpu index whose column is compared with an expression of the
+ * outer side, by equality or by a lower and an upper bound, a CustomPath is
+ * offered: the outer side is read in batches, each batch is looked up in the
+ * index at once (GPU or CPU), and the inner tuples are fetched in TID order.
+ *
+ * The plan's custom_scan_tlist is the outer plan's target list followed by
+ * the inner table's columns the join needs, so an INDEX_VAR attno <= nouter
+ * is also the outer tuple's attno: the outer key expressions are evaluated
+ * directly on the outer tuples.  custom_exprs holds four lists: the outer
+ * key expressions, the join quals, the pushed-down (other) quals and the
+ * inner table's own restriction quals.  custom_private holds only integers
+ * and OIDs, so the plan survives copyObject.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/spccache.h"
+
+#include "eytzjoin.h"
+
+bool		eytz_enable_join = true;
+int			eytz_device_mode = EYTZ_DEVICE_AUTO;
+int			eytz_batch_size = 1048576;
+int			eytz_gpu_memory_limit_mb = 4096;
+int			eytz_image_cache_limit_mb = 1024;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", EYTZ_DEVICE_AUTO, false},
+	{"gpu", EYTZ_DEVICE_GPU, false},
+	{"cpu", EYTZ_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+
+/* One index clause: inner.key <strategy> outer_expr */
+typedef struct EytzIdxClause
+{
+	RestrictInfo *rinfo;
+	StrategyNumber strategy;
+	Oid			argtype;
+	Expr	   *outer_expr;
+} EytzIdxClause;
+
+static Plan *eytz_plan_path(PlannerInfo *root, RelOptInfo *rel,
+							CustomPath *best_path, List *tlist,
+							List *clauses, List *custom_plans);
+
+static const CustomPathMethods eytz_path_methods = {
+	.CustomName = "EytzGPU Join",
+	.PlanCustomPath = eytz_plan_path,
+};
+
+static const CustomScanMethods eytz_scan_methods = {
+	.CustomName = "EytzGPU Join",
+	.CreateCustomScanState = eytz_join_create_scan_state,
+};
+
+/* Is clause "inner.key OP outer_expr" (either way round) usable? */
+static bool
+match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+				   RelOptInfo *outerrel, RelOptInfo *innerrel, EytzIdxClause *out)
+{
+	OpExpr	   *op;
+	Node	   *left,
+			   *right,
+			   *other;
+	Var		   *var;
+	Oid			opno;
+	int			strategy;
+	Oid			lefttype,
+				righttype;
+	Relids		other_relids;
+
+	if (rinfo->pseudoconstant || !IsA(rinfo->clause, OpExpr))
+		return false;
+	op = (OpExpr *) rinfo->clause;
+	if (list_length(op->args) != 2)
+		return false;
+	left = linitial(op->args);
+	right = lsecond(op->args);
+	opno = op->opno;
+	if (IsA(left, Var) && ((Var *) left)->varno == innerrel->relid)
+	{
+		var = (Var *) left;
+		other = right;
+		other_relids = rinfo->right_relids;
+	}
+	else if (IsA(right, Var) && ((Var *) right)->varno == innerrel->relid)
+	{
+		var = (Var *) right;
+		other = left;
+		other_relids = rinfo->left_relids;
+		opno = get_commutator(opno);
+		if (!OidIsValid(opno))
+			return false;
+	}
+	else
+		return false;
+	if (var->varlevelsup != 0 || var->varattno != index->indexkeys[0])
+		return false;
+	/* the other side comes from the outer rel only, and is stable */
+	if (bms_is_empty(other_relids) || !bms_is_subset(other_relids, outerrel->relids) ||
+		bms_overlap(other_relids, innerrel->relids) ||
+		contain_volatile_functions(other))
+		return false;
+	if (!op_in_opfamily(opno, index->opfamily[0]))
+		return false;
+	get_op_opfamily_properties(opno, index->opfamily[0], false,
+							   &strategy, &lefttype, &righttype);
+	if (lefttype != index->opcintype[0] || exprType(other) != righttype ||
+		strategy < BTLessStrategyNumber || strategy > BTGreaterStrategyNumber)
+		return false;
+	out->rinfo = rinfo;
+	out->strategy = strategy;
+	out->argtype = righttype;
+	out->outer_expr = (Expr *) other;
+	return true;
+}
+
+/* Which device a scan would use, as far as the planner can tell */
+static bool
+planner_expects_gpu(void)
+{
+	char	   *why;
+
+	if (eytz_device_mode == EYTZ_DEVICE_CPU)
+		return false;
+	return eytz_device_available(&why);
+}
+
+/*
+ * Cost of the join: the outer path, per outer row the key expressions and a
+ * batched search (per level a few comparisons on the CPU; on the GPU a small
+ * per-row transfer and kernel cost plus a per-batch launch), per match a heap
+ * fetch in TID order (pages charged like a bitmap heap scan per batch) and
+ * the quals, per result row the projection.
+ */
+static void
+cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
+			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
+			   List *joinquals, List *otherquals, double rows)
+{
+	EytzMetaPageData meta;
+	Relation	irel;
+	double		outer_rows = Max(outer_path->rows, 1.0);
+	double		inner_tuples = Max(innerrel->tuples, 1.0);
+	double		heap_pages = Max(innerrel->pages, 1.0);
+	List	   *rinfos = NIL;
+	ListCell   *lc;
+	Selectivity sel;
+	double		per_outer_matches,
+				matches,
+				batch_rows,
+				nbatches,
+				pages,
+				cost_per_page;
+	double		spc_random,
+				spc_seq;
+	QualCost	keycost,
+				jqcost,
+				oqcost,
+				iqcost;
+	Cost		lookup_per_row,
+				run;
+	bool		gpu = planner_expects_gpu();
+	List	   *keyexprs = NIL;
+
+	irel = index_open(index->indexoid, AccessShareLock);
+	eytz_read_meta(irel, &meta);
+	index_close(irel, AccessShareLock);
+
+	foreach(lc, idxclauses)
+	{
+		EytzIdxClause *ic = lfirst(lc);
+
+		rinfos = lappend(rinfos, ic->rinfo);
+		keyexprs = lappend(keyexprs, ic->outer_expr);
+	}
+	sel = clauselist_selectivity(root, rinfos, 0, JOIN_INNER, NULL);
+	per_outer_matches = clamp_row_est(sel * inner_tuples);
+	matches = outer_rows * per_outer_matches;
+
+	cost_qual_eval(&keycost, keyexprs, root);
+	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
+	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
+	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
+
+	/* search: a radix sort of the batch, then levels of a few comparisons */
+	if (gpu)
+		lookup_per_row = 0.05 * cpu_operator_cost;
+	else
+		lookup_per_row = cpu_operator_cost *
+			(2.0 + (meta.levels + 1) * (1.0 + log2(Max(meta.fanout, 2)) / 2.0));
+	if (meta.npending > 0)
+		lookup_per_row += cpu_operator_cost * log2((double) meta.npending + 1.0);
+
+	/* heap pages per batch, read in block order */
+	batch_rows = Min((double) eytz_batch_size, outer_rows);
+	nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
+	pages = index_pages_fetched(matches / nbatches, (BlockNumber) heap_pages,
+								heap_pages, root);
+	get_tablespace_page_costs(innerrel->reltablespace, &spc_random, &spc_seq);
+	if (pages >= 2.0)
+		cost_per_page = spc_random - (spc_random - spc_seq) * sqrt(pages / heap_pages);
+	else
+		cost_per_page = spc_random;
+
+	run = outer_rows * (keycost.per_tuple + lookup_per_row + cpu_operator_cost) +
+		nbatches * (gpu ? 1000.0 * cpu_operator_cost : 0.0) +
+		nbatches * pages * cost_per_page +
+		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
+				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
+		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
+
+	/* the first batch is small (it grows geometrically): startup is cheap */
+	cpath->path.startup_cost = outer_path->startup_cost + keycost.startup +
+		jqcost.startup + oqcost.startup + iqcost.startup +
+		cpath->path.pathtarget->cost.startup +
+		run * Min(1.0, 1024.0 / outer_rows);
+	cpath->path.total_cost = outer_path->total_cost + keycost.startup +
+		jqcost.startup + oqcost.startup + iqcost.startup +
+		cpath->path.pathtarget->cost.startup + run;
+}
+
+static void
+eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
+				   RelOptInfo *outerrel, RelOptInfo *innerrel,
+				   JoinType jointype, JoinPathExtraData *extra)
+{
+	RangeTblEntry *rte;
+	Path	   *outer_path;
+	List	   *joinquals = NIL;
+	List	   *otherquals = NIL;
+	ListCell   *lc;
+
+	if (prev_join_pathlist_hook)
+		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel, jointype, extra);
+
+	if (!eytz_enable_join)
+		return;
+	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
+		return;
+	if (innerrel->reloptkind != RELOPT_BASEREL || innerrel->rtekind != RTE_RELATION ||
+		innerrel->indexlist == NIL || !bms_is_empty(innerrel->lateral_relids))
+		return;
+	rte = planner_rt_fetch(innerrel->relid, root);
+	if (rte->inh || (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
+		return;
+	outer_path = outerrel->cheapest_total_path;
+	if (outer_path == NULL || PATH_REQ_OUTER(outer_path) != NULL)
+		return;
+
+	/* the inner columns are fetched as plain attributes */
+	foreach(lc, innerrel->reltarget->exprs)
+	{
+		Var		   *var = lfirst(lc);
+
+		if (!IsA(var, Var) || var->varattno <= 0)
+			return;
+	}
+
+	foreach(lc, extra->restrictlist)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+
+		if (rinfo->pseudoconstant)
+			return;
+		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(rinfo, joinrel->relids))
+			otherquals = lappend(otherquals, rinfo);
+		else
+			joinquals = lappend(joinquals, rinfo);
+	}
+
+	foreach(lc, innerrel->indexlist)
+	{
+		IndexOptInfo *index = lfirst(lc);
+		List	   *idxclauses = NIL;
+		List	   *rest = NIL;
+		bool		has_eq = false,
+					has_lo = false,
+					has_hi = false;
+		ListCell   *lc2;
+		CustomPath *cpath;
+		List	   *strategies = NIL;
+		List	   *argtypes = NIL;
+		List	   *outer_exprs = NIL;
+
+		if (index->amcostestimate != (void (*) ()) eytz_costestimate ||
+			index->nkeycolumns != 1 || index->indexkeys[0] <= 0 ||
+			index->indpred != NIL || eytz_key_type(index->opcintype[0]) == NULL)
+			continue;
+
+		foreach(lc2, joinquals)
+		{
+			RestrictInfo *rinfo = lfirst(lc2);
+			EytzIdxClause ic;
+
+			if (match_index_clause(root, rinfo, index, outerrel, innerrel, &ic))
+			{
+				EytzIdxClause *icp = palloc(sizeof(EytzIdxClause));
+
+				*icp = ic;
+				idxclauses = lappend(idxclauses, icp);
+				has_eq |= ic.strategy == BTEqualStrategyNumber;
+				has_lo |= ic.strategy == BTGreaterStrategyNumber ||
+					ic.strategy == BTGreaterEqualStrategyNumber;
+				has_hi |= ic.strategy == BTLessStrategyNumber ||
+					ic.strategy == BTLessEqualStrategyNumber;
+			}
+			else
+				rest = lappend(rest, rinfo);
+		}
+		/* one-sided ranges match a large part of the table per row */
+		if (!has_eq && !(has_lo && has_hi))
+			continue;
+
+		foreach(lc2, idxclauses)
+		{
+			EytzIdxClause *ic = lfirst(lc2);
+
+			strategies = lappend_int(strategies, ic->strategy);
+			argtypes = lappend_oid(argtypes, ic->argtype);
+			outer_exprs = lappend(outer_exprs, ic->outer_expr);
+		}
+
+		cpath = makeNode(CustomPath);
+		cpath->path.pathtype = T_CustomScan;
+		cpath->path.parent = joinrel;
+		cpath->path.pathtarget = joinrel->reltarget;
+		cpath->path.param_info = NULL;
+		cpath->path.parallel_aware = false;
+		cpath->path.parallel_safe = false;
+		cpath->path.parallel_workers = 0;
+		cpath->path.rows = joinrel->rows;
+		cpath->path.pathkeys = NIL;
+		cpath->flags = 0;
+		cpath->custom_paths = list_make1(outer_path);
+		cpath->custom_private =
+			list_make5(list_make2_oid(index->indexoid, rte->relid),
+					   list_make4_int(jointype,
+									  jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
+									  extra->inner_unique,
+									  index->indexkeys[0], (int) innerrel->relid),
+					   list_make2(strategies, argtypes),
+					   outer_exprs,
+					   list_make2(rest, otherquals));
+		cpath->methods = &eytz_path_methods;
+		cost_eytz_join(root, cpath, outer_path, innerrel, index, idxclauses,
+					   rest, otherquals, joinrel->rows);
+		add_path(joinrel, &cpath->path);
+	}
+}
+
+static List *
+clause_exprs(List *rinfos)
+{
+	List	   *res = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rinfos)
+		res = lappend(res, ((RestrictInfo *) lfirst(lc))->clause);
+	return res;
+}
+
+static Plan *
+eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			   List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	Plan	   *outer_plan = linitial(custom_plans);
+	List	   *oids = linitial(best_path->custom_private);
+	List	   *ints = lsecond(best_path->custom_private);
+	List	   *ops = lthird(best_path->custom_private);
+	List	   *outer_exprs = lfourth(best_path->custom_private);
+	List	   *quals = list_nth(best_path->custom_private, 4);
+	Index		inner_relid = (Index) lfourth_int(ints);
+	RelOptInfo *innerrel = find_base_rel(root, inner_relid);
+	List	   *joinquals = clause_exprs(linitial(quals));
+	List	   *otherquals = clause_exprs(lsecond(quals));
+	List	   *innerquals = clause_exprs(innerrel->baserestrictinfo);
+	List	   *scan_tlist = NIL;
+	List	   *inner_attnos = NIL;
+	List	   *vars;
+	ListCell   *lc;
+	int			resno = 1;
+	int			nouter;
+
+	/* outer columns first, in the outer plan's order */
+	foreach(lc, outer_plan->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(tle->expr), resno++, NULL, false));
+	}
+	nouter = resno - 1;
+
+	/* then every inner column the quals and the target list need */
+	vars = pull_var_clause((Node *) list_make4(tlist, joinquals, otherquals, innerquals),
+						   PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+						   PVC_RECURSE_PLACEHOLDERS);
+	foreach(lc, vars)
+	{
+		Var		   *var = lfirst(lc);
+
+		if (var->varno != inner_relid || var->varlevelsup != 0)
+			continue;
+		if (var->varattno <= 0)
+			elog(ERROR, "eytzgpu join cannot fetch system column %d", var->varattno);
+		if (tlist_member((Expr *) var, scan_tlist))
+			continue;
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) copyObject(var), resno++, NULL, false));
+		inner_attnos = lappend_int(inner_attnos, var->varattno);
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = NIL;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_exprs = list_make4(outer_exprs, joinquals, otherquals, innerquals);
+	cscan->custom_private = list_make4(list_copy(oids),
+									   list_make4_int(linitial_int(ints), lsecond_int(ints),
+													  lthird_int(ints), nouter),
+									   list_make2(list_copy(linitial(ops)),
+												  list_copy(lsecond(ops))),
+									   inner_attnos);
+	cscan->methods = &eytz_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/* Any relcache change of an index drops its CPU image and GPU copy */
+static void
+eytz_relcache_callback(Datum arg, Oid relid)
+{
+	eytz_image_invalidate(relid);
+	eytz_device_invalidate(relid);
+}
+
+void
+eytz_join_init(void)
+{
+	DefineCustomBoolVariable("eytzgpu.enable_join",
+							 "Enables the batched eytzgpu index-nested-loop join.",
+							 NULL, &eytz_enable_join, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("eytzgpu.device",
+							 "Where eytzgpu looks up join batches and builds indexes: auto, gpu or cpu.",
+							 "auto and gpu fall back to the CPU when no GPU can be used; gpu says so with a NOTICE.",
+							 &eytz_device_mode, EYTZ_DEVICE_AUTO, device_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.batch_size",
+							"Outer rows the eytzgpu join looks up at once.",
+							"Batches are also bounded by work_mem * hash_mem_multiplier; the first batch of a scan is small and grows.",
+							&eytz_batch_size, 1048576, 1, 16 * 1024 * 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.gpu_memory_limit",
+							"GPU memory a backend may use for resident eytzgpu indexes.",
+							NULL, &eytz_gpu_memory_limit_mb, 4096, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.image_cache_limit",
+							"Memory a backend may keep for in-memory copies of eytzgpu index layouts.",
+							NULL, &eytz_image_cache_limit_mb, 1024, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("eytzgpu");
+
+	prev_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = eytz_join_pathlist;
+	CacheRegisterRelcacheCallback(eytz_relcache_callback, (Datum) 0);
+	RegisterCustomScanMethods(&eytz_scan_methods);
+	eytz_join_register_exec();
+}
