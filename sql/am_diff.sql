@@ -119,3 +119,6 @@ CALL am_sweep('int4', '(random() * 100000)::int4', ARRAY[30001],
 	ARRAY['layout = ebs', 'layout = eks, fanout = 9'], ARRAY['-1', '100001'], false);
 SELECT * FROM am_report();
 DROP TABLE am_log;
+DROP PROCEDURE am_sweep;
+DROP FUNCTION am_report;
+DROP FUNCTION am_check, am_battery;
