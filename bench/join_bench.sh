@@ -38,9 +38,9 @@ time_query() {
 	times=$(grep -o 'Time: [0-9.]*' "$f" | awk '{print $2}' | sed -n "2,$((REPEAT + 1))p")
 	first=$(echo "$times" | head -1)
 	best=$(echo "$times" | sort -n | head -1)
-	result=$(grep -E '^ *[0-9]+ *\| *[0-9]+' "$f" | head -1 | tr -s ' ')
-	plan=$(grep -oE 'Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop|Merge Join' "$f" | head -1)
-	device=$(grep -oE 'Device: [a-z]+' "$f" | tail -1 | cut -d' ' -f2)
+	result=$(grep -E '^ *[0-9]+ *\| *[0-9]+' "$f" | head -1 | tr -s ' ' || true)
+	plan=$(grep -oE 'Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop|Merge Join' "$f" | head -1 || true)
+	device=$(grep -oE 'Device: [a-z]+' "$f" | tail -1 | cut -d' ' -f2 || true)
 	printf '| %-34s | %-28s | %9.0f | %9.0f | %-22s |\n' "$name" "$plan${device:+ ($device)}" "$best" "$first" "$result" | tee -a "$OUT/table.md"
 }
 
