@@ -29,8 +29,12 @@ PG_FUNCTION_INFO_V1(eytzgpu_verify);
 Relation
 eytz_open_index(Oid indexoid, LOCKMODE lockmode)
 {
-	Relation	index = relation_open(indexoid, lockmode);
+	Relation	index = try_relation_open(indexoid, lockmode);
 
+	if (index == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", indexoid)));
 	if (index->rd_rel->relkind != RELKIND_INDEX ||
 		index->rd_rel->relam != get_index_am_oid("eytzgpu", false))
 		ereport(ERROR,

@@ -4,8 +4,8 @@
  *
  * A merge reads every live entry of the layout and the pending list, sorts
  * them, and writes a new layout into blocks that neither the current region
- * nor the pending list use (the start of the file if it fits there, else its
- * end), WAL-logged page by page.  Only then does one GenericXLog record switch
+ * nor the pending list use (the first run of free blocks that is long enough,
+ * possibly extending the file), WAL-logged page by page.  Only then does one GenericXLog record switch
  * the metapage to the new region, empty the pending list and bump the
  * generation: a crash before it leaves the old index intact, and scans that
  * started before it finish on the old pages (see eytzsearch.c).  The old
@@ -121,10 +121,58 @@ read_pending(Relation index, const EytzMetaPageData *meta, EytzPairs *pairs,
 	return blocks;
 }
 
-static bool
-overlaps(BlockNumber s1, BlockNumber n1, BlockNumber s2, BlockNumber n2)
+typedef struct BlockExtent
 {
-	return n1 > 0 && n2 > 0 && s1 < s2 + n2 && s2 < s1 + n1;
+	BlockNumber start;
+	BlockNumber len;
+} BlockExtent;
+
+static int
+extent_cmp(const void *a, const void *b)
+{
+	BlockNumber x = ((const BlockExtent *) a)->start;
+	BlockNumber y = ((const BlockExtent *) b)->start;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/*
+ * First block of the lowest run of need blocks after the metapage that
+ * neither the current region nor a pending page uses; the run may extend
+ * past the end of the file.  Taking the first fit, rather than the end of
+ * the file whenever block 1 does not fit, keeps an index that grows between
+ * merges from growing its file by a whole layout at every merge: the regions
+ * alternate between the start of the file and the space after the current
+ * one.
+ */
+static BlockNumber
+first_fit(BlockNumber need, BlockNumber cur_start, BlockNumber cur_len,
+		  const BlockNumber *pblocks, int npblocks)
+{
+	BlockExtent *live = palloc(sizeof(BlockExtent) * (npblocks + 1));
+	int			nlive = 0;
+	BlockNumber cursor = EYTZ_METAPAGE_BLKNO + 1;
+	int			i;
+
+	if (cur_len > 0)
+	{
+		live[nlive].start = cur_start;
+		live[nlive++].len = cur_len;
+	}
+	for (i = 0; i < npblocks; i++)
+	{
+		live[nlive].start = pblocks[i];
+		live[nlive++].len = 1;
+	}
+	qsort(live, nlive, sizeof(BlockExtent), extent_cmp);
+	for (i = 0; i < nlive; i++)
+	{
+		if (live[i].start >= cursor && live[i].start - cursor >= need)
+			break;
+		cursor = Max(cursor, live[i].start + live[i].len);
+	}
+	pfree(live);
+	return cursor;
 }
 
 /*
@@ -177,16 +225,10 @@ eytz_merge(Relation index, bool wait)
 	need = (pairs.n + kpp - 1) / kpp +
 		(pairs.n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
 
-	/* a run of blocks that no live page uses: from block 1 if it fits */
+	/* a run of blocks that no live page uses */
 	cur_start = meta.keys_start;
 	cur_len = meta.nkeypages + meta.ntidpages;
-	nblocks = RelationGetNumberOfBlocks(index);
-	start = EYTZ_METAPAGE_BLKNO + 1;
-	if (overlaps(start, need, cur_start, cur_len))
-		start = nblocks;
-	for (i = 0; i < npblocks && start != nblocks; i++)
-		if (overlaps(start, need, pblocks[i], 1))
-			start = nblocks;
+	start = first_fit(need, cur_start, cur_len, pblocks, npblocks);
 
 	memcpy(&newmeta, &meta, sizeof(meta));
 	eytz_write_layout(index, &pairs, meta.key_width, fanout, start,
