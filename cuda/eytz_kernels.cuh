@@ -169,7 +169,11 @@ node_count(const KT *p, uint32_t nk, uint32_t cnt, KT lo, KT hi, uint32_t &lt, u
 	}
 }
 
-/* Queries: lo[j] is query perm[j] when perm is set (globally sorted lookups) */
+/*
+ * Queries.  Plain: query j is lo[j].  perm: lo[j] is query perm[j] (sorted
+ * copy).  comp: globally reordered in chunks (see reorder_chunked): comp[j]
+ * encodes the query id, whose key is then read from lo[id].
+ */
 template <class KT>
 struct Qs
 {
@@ -177,7 +181,28 @@ struct Qs
 	const KT   *hi;				/* indexed by query id; NULL = point (hi = lo) */
 	const uint32_t *perm;
 	uint64_t	nq;
+	const uint64_t *comp;
+	uint32_t	logc;			/* comp: bits of the id within its chunk */
+	uint32_t	cshift;			/* comp: where the chunk number starts */
 };
+
+template <class KT>
+__device__ __forceinline__ void
+get_query(const Qs<KT> &q, uint64_t j, uint64_t &i, KT &lo)
+{
+	if (q.comp)
+	{
+		uint64_t	c = q.comp[j];
+
+		i = ((c >> q.cshift) << q.logc) | (c & ((1ull << q.logc) - 1));
+		lo = q.lo[i];
+	}
+	else
+	{
+		i = q.perm ? q.perm[j] : j;
+		lo = q.lo[j];
+	}
+}
 
 struct Outs
 {
@@ -459,8 +484,7 @@ k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 
 			if (active)
 			{
-				i = q.perm ? q.perm[j] : j;
-				lo = q.lo[j];
+				get_query(q, j, i, lo);
 				hi = q.hi ? q.hi[i] : lo;
 			}
 			single_process<KT, MODE, NKC>(ix, pin, npin, o, active, i, lo, hi);
@@ -517,10 +541,12 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 	load_pin(ix, pin, npin);
 	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < q.nq; j += stride)
 	{
-		uint64_t	i = q.perm ? q.perm[j] : j;
-		KT			x = q.lo[j];
+		uint64_t	i;
+		KT			x;
 		uint64_t	s = 0,
 					cand = NO_MATCH;
+
+		get_query(q, j, i, x);
 
 		for (uint32_t l = 0; l < ix.levels; l++)
 		{
@@ -573,15 +599,17 @@ k_group(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 	load_pin(ix, pin, npin);
 	for (uint64_t j = warp * gpw + lane / G; j < q.nq; j += nwarps * gpw)
 	{
-		uint64_t	i = q.perm ? q.perm[j] : j;
-		KT			lo = q.lo[j];
-		KT			hi = q.hi ? q.hi[i] : lo;
+		uint64_t	i;
+		KT			lo;
+		KT			hi;
 		uint64_t	acc = 0,
 					first = NO_MATCH;
 		uint64_t   *out = NULL;
 		uint64_t	s = 0,
 					ls = 0;
 
+		get_query(q, j, i, lo);
+		hi = q.hi ? q.hi[i] : lo;
 		if (MODE == MODE_FILL)
 		{
 			uint64_t	off = o.counts[i],
@@ -685,10 +713,14 @@ k_bs(const KT *sk, const uint64_t *sp, uint64_t n, Qs<KT> q, Outs o)
 	if (j >= q.nq)
 		return;
 	{
-		uint64_t	i = q.perm ? q.perm[j] : j;
-		KT			lo = q.lo[j];
-		KT			hi = q.hi ? q.hi[i] : lo;
-		uint64_t	lb = lower_bound_dev(sk, n, lo, false);
+		uint64_t	i;
+		KT			lo;
+		KT			hi;
+		uint64_t	lb;
+
+		get_query(q, j, i, lo);
+		hi = q.hi ? q.hi[i] : lo;
+		lb = lower_bound_dev(sk, n, lo, false);
 
 		if (MODE == MODE_POINT)
 			o.pay[i] = lb < n && sk[lb] == lo ? sp[lb] : NO_MATCH;
@@ -924,7 +956,7 @@ grid_for(F kernel, int block, size_t smem, int blocks_per_sm, int *grid)
 		return e;
 	if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
 		return e;
-	if (smem > 48 * 1024 &&
+	if (smem > 0 &&
 		(e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem)) != cudaSuccess)
 		return e;
 	if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, block, smem)) != cudaSuccess)
@@ -1096,6 +1128,103 @@ reorder_queries(const KT *lo, uint64_t nq, KT *sorted_lo, uint32_t *iota, uint32
 		return e;
 	return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, lo, sorted_lo, iota, perm, (int) nq,
 										   begin_bit, end_bit, st);
+}
+
+/*
+ * Chunked global reordering of lookups.  One radix sort of 64-bit composite
+ * keys (chunk | top B bits of the key's position in [minkey, maxkey] | id in
+ * chunk) orders the lookups by key within chunks of 2^logc queries.  Lookups
+ * of one chunk then walk neighbouring paths (fewer, more local DRAM reads),
+ * and their scattered result writes stay inside one chunk-sized region that
+ * L2 absorbs, instead of costing a read-modify-write of a DRAM sector each.
+ */
+struct Reorder
+{
+	uint32_t	logc;			/* chunk = 2^logc lookups */
+	uint32_t	bits;			/* key bits sorted on */
+};
+
+template <class KT>
+__global__ void
+k_make_comp(const KT *lo, uint64_t nq, uint64_t *comp, KT mn, KT mx, uint32_t shift, uint32_t bits, uint32_t logc)
+{
+	uint64_t	st = (uint64_t) gridDim.x * blockDim.x;
+	uint64_t	top = (1ull << bits) - 1;
+
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < nq; j += st)
+	{
+		KT			x = lo[j];
+		uint64_t	kb = x < mn ? 0 : x > mx ? top : (uint64_t) ((KT) (x - mn) >> shift);
+
+		comp[j] = ((j >> logc) << (bits + logc)) | (kb << logc) | (j & ((1ull << logc) - 1));
+	}
+}
+
+static inline uint32_t
+bits_of(uint64_t v)
+{
+	uint32_t	b = 0;
+
+	while (b < 64 && (v >> b) != 0)
+		b++;
+	return b;
+}
+
+/* Geometry of a chunked reordering of nq lookups: sort bit range and decode shift */
+template <class KT>
+static inline void
+reorder_geometry(uint64_t nq, KT mn, KT mx, Reorder r, uint32_t *logc, uint32_t *shift, uint32_t *begin_bit,
+				 uint32_t *end_bit)
+{
+	uint32_t	span = bits_of((uint64_t) (KT) (mx - mn));
+	uint32_t	lc = r.logc;
+
+	if (nq <= 1)
+		lc = 1;
+	else if (bits_of(nq - 1) < lc)
+		lc = bits_of(nq - 1);
+	*logc = lc;
+	*shift = span > r.bits ? span - r.bits : 0;
+	*begin_bit = lc;
+	*end_bit = lc + r.bits + bits_of((nq ? nq - 1 : 0) >> lc);
+}
+
+static inline cudaError_t
+reorder_chunked_temp(uint64_t nq, size_t *bytes)
+{
+	*bytes = 0;
+	return cub::DeviceRadixSort::SortKeys((void *) NULL, *bytes, (const uint64_t *) NULL, (uint64_t *) NULL,
+										  (int) nq, 0, 64);
+}
+
+/* Fill q.comp/logc/cshift; comp_a, comp_b: nq each (comp_b gets the result) */
+template <class KT>
+static inline cudaError_t
+reorder_chunked(Qs<KT> &q, KT mn, KT mx, Reorder r, uint64_t *comp_a, uint64_t *comp_b, void *temp,
+				size_t temp_bytes, cudaStream_t st)
+{
+	uint32_t	logc,
+				shift,
+				bb,
+				eb;
+	cudaError_t e;
+	unsigned	g;
+
+	if (q.nq == 0)
+		return cudaSuccess;
+	reorder_geometry<KT>(q.nq, mn, mx, r, &logc, &shift, &bb, &eb);
+	g = (unsigned) ((q.nq + 255) / 256 < 132 * 16 ? (q.nq + 255) / 256 : 132 * 16);
+	k_make_comp<KT><<<g, 256, 0, st>>>(q.lo, q.nq, comp_a, mn, mx, shift, r.bits, logc);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	if ((e = cub::DeviceRadixSort::SortKeys(temp, temp_bytes, comp_a, comp_b, (int) q.nq, (int) bb, (int) eb,
+											st)) != cudaSuccess)
+		return e;
+	q.comp = comp_b;
+	q.logc = logc;
+	q.cshift = r.bits + logc;
+	q.perm = NULL;
+	return cudaSuccess;
 }
 
 }								/* namespace eytzk */

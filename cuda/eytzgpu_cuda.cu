@@ -42,10 +42,9 @@ struct EytzGpuIndex
 	/* lookup workspace, grown geometrically */
 	uint64_t	q_cap;			/* queries the device query buffers hold */
 	void	   *d_lo,
-			   *d_hi,
-			   *d_slo;
-	uint32_t   *d_iota,
-			   *d_perm;
+			   *d_hi;
+	uint64_t   *d_comp_a,		/* chunked global reordering */
+			   *d_comp_b;
 	uint64_t   *d_cnt,
 			   *d_off,
 			   *d_first;
@@ -215,9 +214,8 @@ eytzgpu_free(EytzGpuIndex *h)
 		dfree(h->d_ebs_pays);
 		dfree(h->d_lo);
 		dfree(h->d_hi);
-		dfree(h->d_slo);
-		dfree(h->d_iota);
-		dfree(h->d_perm);
+		dfree(h->d_comp_a);
+		dfree(h->d_comp_b);
 		dfree(h->d_cnt);
 		dfree(h->d_off);
 		dfree(h->d_first);
@@ -713,14 +711,13 @@ ensure_queries(EytzGpuIndex *h, uint64_t nq, int kw, bool need_sort, char *errbu
 			cap = 1024;
 		dfree(h->d_lo);
 		dfree(h->d_hi);
-		dfree(h->d_slo);
-		dfree(h->d_iota);
-		dfree(h->d_perm);
+		dfree(h->d_comp_a);
+		dfree(h->d_comp_b);
 		dfree(h->d_cnt);
 		dfree(h->d_off);
 		dfree(h->d_first);
-		h->d_lo = h->d_hi = h->d_slo = NULL;
-		h->d_iota = h->d_perm = NULL;
+		h->d_lo = h->d_hi = NULL;
+		h->d_comp_a = h->d_comp_b = NULL;
 		h->d_cnt = h->d_off = h->d_first = NULL;
 		h->q_cap = 0;
 		CK(cudaMalloc(&h->d_lo, cap * kw));
@@ -730,11 +727,10 @@ ensure_queries(EytzGpuIndex *h, uint64_t nq, int kw, bool need_sort, char *errbu
 		CK(cudaMalloc((void **) &h->d_first, cap * 8));
 		h->q_cap = cap;
 	}
-	if (need_sort && !h->d_perm)
+	if (need_sort && !h->d_comp_a)
 	{
-		CK(cudaMalloc(&h->d_slo, h->q_cap * kw));
-		CK(cudaMalloc((void **) &h->d_iota, h->q_cap * 4));
-		CK(cudaMalloc((void **) &h->d_perm, h->q_cap * 4));
+		CK(cudaMalloc((void **) &h->d_comp_a, h->q_cap * 8));
+		CK(cudaMalloc((void **) &h->d_comp_b, h->q_cap * 8));
 	}
 	/* CUB workspace: the larger of the scan and (if needed) the sort */
 	CK(cub::DeviceScan::ExclusiveSum(NULL, tb, (uint64_t *) NULL, (uint64_t *) NULL, (int) (h->q_cap + 1)));
@@ -742,7 +738,7 @@ ensure_queries(EytzGpuIndex *h, uint64_t nq, int kw, bool need_sort, char *errbu
 	{
 		size_t		sb = 0;
 
-		CK(kw == 4 ? reorder_temp_bytes<uint32_t>(h->q_cap, &sb) : reorder_temp_bytes<uint64_t>(h->q_cap, &sb));
+		CK(reorder_chunked_temp(h->q_cap, &sb));
 		if (sb > tb)
 			tb = sb;
 	}
@@ -828,6 +824,8 @@ wide_ranges(const KT *lo, const KT *hi, uint64_t nq, KT mn, KT mx, uint64_t n)
 /* Tuned on the H100 (cuda/README.md): shared memory for pinned top levels */
 static const uint32_t PIN_BYTES_SMALL = 64 * 1024;
 static const uint32_t PIN_BYTES_LARGE = 32 * 1024;
+/* chunked global reordering: 2^21 lookups a chunk, sorted on 16 key bits */
+static const Reorder REORDER_CHUNKS = {21, 16};
 /* global reordering pays off from this many lookups on an index past L2 */
 static const uint64_t GLOBAL_REORDER_MIN_NQ = 1u << 16;
 
@@ -915,6 +913,8 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	q.hi = hi ? (const KT *) h->d_hi : NULL;
 	q.perm = NULL;
 	q.nq = nq;
+	q.comp = NULL;
+	q.logc = q.cshift = 0;
 
 	CK(cudaEventRecord(h->ev[0], h->st));
 	if (flags & EYTZGPU_POISON)
@@ -924,16 +924,8 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, h->st));
 	}
 	if (reord == EYTZGPU_REORDER_GLOBAL && nq > 0)
-	{
-		int			bb,
-					eb;
-
-		sort_bits<KT>((KT) h->minkey, (KT) h->maxkey, &bb, &eb);
-		CK(reorder_queries<KT>((const KT *) h->d_lo, nq, (KT *) h->d_slo, h->d_iota, h->d_perm,
-							   h->d_temp, h->temp_cap, bb, eb, h->st));
-		q.lo = (const KT *) h->d_slo;
-		q.perm = h->d_perm;
-	}
+		CK(reorder_chunked<KT>(q, (KT) h->minkey, (KT) h->maxkey, REORDER_CHUNKS, h->d_comp_a, h->d_comp_b,
+							   h->d_temp, h->temp_cap, h->st));
 	o.pay = NULL;
 	o.counts = h->d_cnt;
 	o.first = h->d_first;

@@ -351,9 +351,10 @@ template <class KT>
 struct Work
 {
 	uint64_t	cap;
-	KT		   *slo;
-	uint32_t   *iota,
-			   *perm;
+	uint64_t   *comp_a,
+			   *comp_b;
+	KT			mn,
+				mx;
 	void	   *temp;
 	size_t		tb;
 	uint64_t   *out,
@@ -361,8 +362,6 @@ struct Work
 			   *off,
 			   *first;
 	uint64_t	out_cap;
-	int			bb,
-				eb;
 };
 
 template <class KT>
@@ -375,19 +374,19 @@ make_work(uint64_t nq, uint64_t out_cap, KT mn, KT mx)
 
 	memset(&w, 0, sizeof(w));
 	w.cap = nq;
-	CK(cudaMalloc(&w.slo, nq * sizeof(KT)));
-	CK(cudaMalloc(&w.iota, nq * 4));
-	CK(cudaMalloc(&w.perm, nq * 4));
+	CK(cudaMalloc(&w.comp_a, nq * 8));
+	CK(cudaMalloc(&w.comp_b, nq * 8));
 	CK(cudaMalloc(&w.cnt, (nq + 1) * 8));
 	CK(cudaMalloc(&w.off, (nq + 1) * 8));
 	CK(cudaMalloc(&w.first, nq * 8));
 	CK(cudaMalloc(&w.out, (out_cap ? out_cap : 1) * 8));
 	w.out_cap = out_cap;
-	CK(reorder_temp_bytes<KT>(nq, &a));
+	CK(reorder_chunked_temp(nq, &a));
 	CK(cub::DeviceScan::ExclusiveSum(NULL, b, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1)));
 	w.tb = a > b ? a : b;
 	CK(cudaMalloc(&w.temp, w.tb));
-	sort_bits<KT>(mn, mx, &w.bb, &w.eb);
+	w.mn = mn;
+	w.mx = mx;
 	return w;
 }
 
@@ -395,9 +394,8 @@ template <class KT>
 static void
 free_work(Work<KT> &w)
 {
-	cudaFree(w.slo);
-	cudaFree(w.iota);
-	cudaFree(w.perm);
+	cudaFree(w.comp_a);
+	cudaFree(w.comp_b);
 	cudaFree(w.cnt);
 	cudaFree(w.off);
 	cudaFree(w.first);
@@ -413,7 +411,8 @@ struct Var
 	uint32_t	k;
 	bool		aos;
 	bool		lsort;
-	bool		global;
+	uint32_t	logc;			/* chunked global reordering: 2^logc a chunk; 0 = none */
+	uint32_t	bits;
 	uint32_t	pin;
 	int			bps;
 };
@@ -423,9 +422,15 @@ template <class KT>
 static double
 run_point(const Bench<KT> &b, const Var &v, const KT *q, uint64_t nq, uint64_t *out, Work<KT> &w)
 {
-	if (v.algo < 0)
+	if (v.algo == -1)
 		return time_ms([&] {
 			thrust::lower_bound(thrust::device, b.sk, b.sk + b.n, q, q + nq, (uint32_t *) out);
+		});
+	if (v.algo == -2)
+		return time_ms([&] {
+			Qs<KT>		qs = {q, NULL, NULL, nq};
+
+			CK(reorder_chunked<KT>(qs, w.mn, w.mx, Reorder{v.logc, v.bits}, w.comp_a, w.comp_b, w.temp, w.tb, 0));
 		});
 	Idx<KT>		ix = v.algo == ALGO_BS ? idx_sorted(b) : idx_of(b, v.k, v.aos);
 	Cfg			cfg = {v.algo, v.lsort, v.pin, v.bps};
@@ -434,12 +439,8 @@ run_point(const Bench<KT> &b, const Var &v, const KT *q, uint64_t nq, uint64_t *
 	return time_ms([&] {
 		Qs<KT>		qs = {q, NULL, NULL, nq};
 
-		if (v.global)
-		{
-			CK(reorder_queries<KT>(q, nq, w.slo, w.iota, w.perm, w.temp, w.tb, w.bb, w.eb, 0));
-			qs.lo = w.slo;
-			qs.perm = w.perm;
-		}
+		if (v.logc)
+			CK(reorder_chunked<KT>(qs, w.mn, w.mx, Reorder{v.logc, v.bits}, w.comp_a, w.comp_b, w.temp, w.tb, 0));
 		CK((launch_lookup<KT, MODE_POINT>(ix, qs, o, cfg, 0)));
 	});
 }
@@ -457,12 +458,8 @@ run_csr(const Bench<KT> &b, const Var &v, const KT *lo, const KT *hi, uint64_t n
 		Outs		o = {NULL, w.cnt, w.first};
 		size_t		tb = w.tb;
 
-		if (v.global)
-		{
-			CK(reorder_queries<KT>(lo, nq, w.slo, w.iota, w.perm, w.temp, w.tb, w.bb, w.eb, 0));
-			qs.lo = w.slo;
-			qs.perm = w.perm;
-		}
+		if (v.logc)
+			CK(reorder_chunked<KT>(qs, w.mn, w.mx, Reorder{v.logc, v.bits}, w.comp_a, w.comp_b, w.temp, w.tb, 0));
 		CK((launch_lookup<KT, MODE_COUNT>(ix, qs, o, cfg, 0)));
 		CK(cudaMemsetAsync(w.cnt + nq, 0, 8));
 		CK(cub::DeviceScan::ExclusiveSum(w.temp, tb, w.cnt, w.off, (int) (nq + 1)));
@@ -519,23 +516,29 @@ check_point(const Bench<KT> &b, const KT *q, const uint64_t *out, uint64_t nq, c
 }
 
 static const Var point_vars[] = {
-	{"thrust_lower_bound", -1, 0, false, false, false, 0, 0},
-	{"bs_textbook", ALGO_BS, 0, false, false, false, 0, 0},
-	{"ebs", ALGO_SINGLE, 2, false, false, false, 0, 0},
-	{"ebs_pin64k_1blk", ALGO_SINGLE, 2, false, false, false, 64 * 1024, 1},
-	{"ebs_pin64k", ALGO_SINGLE, 2, false, false, false, 64 * 1024, 0},
-	{"ebs_pin160k_1blk", ALGO_SINGLE, 2, false, false, false, 160 * 1024, 1},
-	{"ebs_pin32k_lsort", ALGO_SINGLE, 2, false, true, false, 32 * 1024, 0},
-	{"ebs_global", ALGO_SINGLE, 2, false, false, true, 32 * 1024, 0},
-	{"eks_single_aos", ALGO_SINGLE, 9, true, false, false, 0, 0},
-	{"eks_single_aos_pin64k", ALGO_SINGLE, 9, true, false, false, 64 * 1024, 0},
-	{"eks_single_soa", ALGO_SINGLE, 9, false, false, false, 0, 0},
-	{"eks_single_aos_lsort", ALGO_SINGLE, 9, true, true, false, 32 * 1024, 0},
-	{"eks_single_aos_global", ALGO_SINGLE, 9, true, false, true, 32 * 1024, 0},
-	{"eks_single_soa_global", ALGO_SINGLE, 9, false, false, true, 32 * 1024, 0},
-	{"eks_group_aos", ALGO_GROUP, 9, true, false, false, 0, 0},
-	{"eks_group_soa", ALGO_GROUP, 9, false, false, false, 0, 0},
-	{"eks_group_aos_global", ALGO_GROUP, 9, true, false, true, 0, 0},
+	{"thrust_lower_bound", -1, 0, false, false, 0, 0, 0, 0},
+	{"bs_textbook", ALGO_BS, 0, false, false, 0, 0, 0, 0},
+	{"ebs", ALGO_SINGLE, 2, false, false, 0, 0, 0, 0},
+	{"ebs_pin64k", ALGO_SINGLE, 2, false, false, 0, 0, 64 * 1024, 0},
+	{"ebs_pin160k_1blk", ALGO_SINGLE, 2, false, false, 0, 0, 160 * 1024, 1},
+	{"ebs_pin32k_lsort", ALGO_SINGLE, 2, false, true, 0, 0, 32 * 1024, 0},
+	{"ebs_c21b16", ALGO_SINGLE, 2, false, false, 21, 16, 32 * 1024, 0},
+	{"eks_single_aos", ALGO_SINGLE, 9, true, false, 0, 0, 0, 0},
+	{"eks_single_soa", ALGO_SINGLE, 9, false, false, 0, 0, 0, 0},
+	{"eks_single_soa_pin16k", ALGO_SINGLE, 9, false, false, 0, 0, 16 * 1024, 0},
+	{"eks_single_aos_lsort", ALGO_SINGLE, 9, true, true, 0, 0, 32 * 1024, 0},
+	{"reorder_only_c21b16", -2, 9, false, false, 21, 16, 0, 0},
+	{"eks_single_soa_c20b16", ALGO_SINGLE, 9, false, false, 20, 16, 0, 0},
+	{"eks_single_soa_c21b16", ALGO_SINGLE, 9, false, false, 21, 16, 0, 0},
+	{"eks_single_soa_c22b16", ALGO_SINGLE, 9, false, false, 22, 16, 0, 0},
+	{"eks_single_soa_c23b16", ALGO_SINGLE, 9, false, false, 23, 16, 0, 0},
+	{"eks_single_soa_c25b16", ALGO_SINGLE, 9, false, false, 25, 16, 0, 0},
+	{"eks_single_soa_c21b12", ALGO_SINGLE, 9, false, false, 21, 12, 0, 0},
+	{"eks_single_soa_c21b20", ALGO_SINGLE, 9, false, false, 21, 20, 0, 0},
+	{"eks_single_aos_c21b16", ALGO_SINGLE, 9, true, false, 21, 16, 0, 0},
+	{"eks_group_aos", ALGO_GROUP, 9, true, false, 0, 0, 0, 0},
+	{"eks_group_soa", ALGO_GROUP, 9, false, false, 0, 0, 0, 0},
+	{"eks_group_soa_c21b16", ALGO_GROUP, 9, false, false, 21, 16, 0, 0},
 };
 
 static bool
@@ -585,8 +588,13 @@ bench_points(const char *sec, const Bench<KT> &b, const KT *q, uint64_t nq, doub
 		ms = run_point(b, v, q, nq, out, w);
 		if (v.algo >= 0)
 			check_point(b, q, out, nq, v.name);
+		if (v.algo == -2)
+		{
+			emit(sec, 8 * (int) sizeof(KT), log2n, v.name, param, ms, ms * 1e6 / nq, 0);
+			continue;
+		}
 		emit(sec, 8 * (int) sizeof(KT), log2n, v.name, param, ms, ms * 1e6 / nq, 0);
-		if (v.algo < 0)
+		if (v.algo == -1)
 			thr = ms;
 		else if (ms < best)
 		{
@@ -725,12 +733,12 @@ bench_build(int log2n)
 }
 
 static const Var csr_vars[] = {
-	{"bs_textbook", ALGO_BS, 0, false, false, false, 0, 0},
-	{"ebs_hybrid", ALGO_SINGLE, 2, false, false, false, 32 * 1024, 0},
-	{"eks_single_aos", ALGO_SINGLE, 9, true, false, false, 32 * 1024, 0},
-	{"eks_single_soa", ALGO_SINGLE, 9, false, false, false, 32 * 1024, 0},
-	{"eks_group_aos", ALGO_GROUP, 9, true, false, false, 0, 0},
-	{"eks_group_soa", ALGO_GROUP, 9, false, false, false, 0, 0},
+	{"bs_textbook", ALGO_BS, 0, false, false, 0, 0, 0, 0},
+	{"ebs_hybrid", ALGO_SINGLE, 2, false, false, 0, 0, 32 * 1024, 0},
+	{"eks_single_aos", ALGO_SINGLE, 9, true, false, 0, 0, 32 * 1024, 0},
+	{"eks_single_soa", ALGO_SINGLE, 9, false, false, 0, 0, 32 * 1024, 0},
+	{"eks_group_aos", ALGO_GROUP, 9, true, false, 0, 0, 0, 0},
+	{"eks_group_soa", ALGO_GROUP, 9, false, false, 0, 0, 0, 0},
 };
 
 /* Range lookups with expected hits per query; full CSR pipeline, time per hit */
@@ -835,10 +843,12 @@ bench_csr_points(const Bench<KT> &b, const KT *q, uint64_t nq)
 				mx;
 	Work<KT>	w;
 	static const Var vs[] = {
-		{"csr_ebs_pin64k", ALGO_SINGLE, 2, false, false, false, 64 * 1024, 0},
-		{"csr_eks_single_aos_global", ALGO_SINGLE, 9, true, false, true, 32 * 1024, 0},
-		{"csr_eks_group_aos", ALGO_GROUP, 9, true, false, false, 0, 0},
-		{"csr_bs_textbook", ALGO_BS, 0, false, false, false, 0, 0},
+		{"csr_ebs_pin64k", ALGO_SINGLE, 2, false, false, 0, 0, 64 * 1024, 0},
+		{"csr_eks_single_soa", ALGO_SINGLE, 9, false, false, 0, 0, 16 * 1024, 0},
+		{"csr_eks_single_soa_c21b16", ALGO_SINGLE, 9, false, false, 21, 16, 16 * 1024, 0},
+		{"csr_eks_single_aos_c21b16", ALGO_SINGLE, 9, true, false, 21, 16, 16 * 1024, 0},
+		{"csr_eks_group_aos", ALGO_GROUP, 9, true, false, 0, 0, 0, 0},
+		{"csr_bs_textbook", ALGO_BS, 0, false, false, 0, 0, 0, 0},
 	};
 
 	CK(cudaMemcpy(&mn, b.sk, sizeof(KT), cudaMemcpyDeviceToHost));
@@ -883,7 +893,7 @@ run_lookup_sections(const std::vector<std::string> &secs, std::vector<int> sizes
 		if (top && sizeof(KT) == 4)
 		{
 			std::vector<const char *> sel = {"thrust_lower_bound", "bs_textbook", "ebs", "ebs_pin64k",
-				"eks_single_aos", "eks_single_aos_global", "eks_group_aos", "eks_group_aos_global"};
+				"eks_single_aos", "eks_single_soa", "eks_single_soa_c21b16", "eks_group_aos"};
 
 			if (on(secs, "zipf"))
 				for (double zs : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0})

@@ -139,7 +139,7 @@ make_queries(const Data &d, uint64_t nq, bool ranges, std::vector<uint64_t> &lo,
 			else
 				hi[i] = a + w > d.kmax || a + w < a ? d.kmax : a + w;
 			/* a few very wide ranges over the whole index */
-			if (d.n <= 100000 && rnd() % 64 == 0)
+			if (d.n <= 5000 && rnd() % 64 == 0)
 			{
 				lo[i] = 0;
 				hi[i] = d.kmax;
@@ -321,13 +321,29 @@ test_point_kernels(const Data &d, bool quick)
 					lsort;
 		uint32_t	pin;
 		int			bps;
+		uint32_t	logc;		/* chunked reordering, small chunks to cross boundaries */
 	}			vs[] = {
-		{ALGO_SINGLE, false, false, 0, 0}, {ALGO_SINGLE, true, false, 0, 1},
-		{ALGO_SINGLE, false, true, 48 * 1024, 0}, {ALGO_SINGLE, true, true, 96 * 1024, 1},
-		{ALGO_SINGLE, false, false, 200 * 1024, 1},
-		{ALGO_GROUP, false, false, 0, 0}, {ALGO_GROUP, true, false, 16 * 1024, 0},
-		{ALGO_BS, false, false, 0, 0},
+		{ALGO_SINGLE, false, false, 0, 0, 0}, {ALGO_SINGLE, true, false, 0, 1, 0},
+		{ALGO_SINGLE, false, true, 48 * 1024, 0, 0}, {ALGO_SINGLE, true, true, 96 * 1024, 1, 0},
+		{ALGO_SINGLE, false, false, 200 * 1024, 1, 0}, {ALGO_SINGLE, false, false, 0, 0, 5},
+		{ALGO_SINGLE, true, false, 16 * 1024, 0, 8},
+		{ALGO_GROUP, false, false, 0, 0, 0}, {ALGO_GROUP, true, false, 16 * 1024, 0, 0},
+		{ALGO_GROUP, true, false, 0, 0, 6},
+		{ALGO_BS, false, false, 0, 0, 0}, {ALGO_BS, false, false, 0, 0, 4},
 	};
+	uint64_t   *ca = NULL,
+			   *cb = NULL;
+	void	   *ctemp = NULL;
+	size_t		ctb = 0;
+	KT			mn = n ? (KT) d.sk[0] : 0,
+				mx = n ? (KT) d.sk[n - 1] : 0;
+
+	if (reorder_chunked_temp(nq, &ctb) || cudaMalloc(&ca, nq * 8) || cudaMalloc(&cb, nq * 8) ||
+		cudaMalloc(&ctemp, ctb))
+	{
+		FAIL("point kernels: reorder buffers");
+		return;
+	}
 
 	for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++)
 	{
@@ -362,7 +378,11 @@ test_point_kernels(const Data &d, bool quick)
 			ix.pays = dp;
 		}
 		cudaMemset(dout, 0xAB, nq * 8);
-		e = launch_lookup<KT, MODE_POINT>(ix, qs, o, cfg, 0);
+		e = cudaSuccess;
+		if (vs[v].logc)
+			e = reorder_chunked<KT>(qs, mn, mx, Reorder{vs[v].logc, 16}, ca, cb, ctemp, ctb, 0);
+		if (e == cudaSuccess)
+			e = launch_lookup<KT, MODE_POINT>(ix, qs, o, cfg, 0);
 		if (e == cudaSuccess)
 			e = cudaDeviceSynchronize();
 		if (e != cudaSuccess)
@@ -401,6 +421,9 @@ test_point_kernels(const Data &d, bool quick)
 	cudaFree(dq);
 	cudaFree(dout);
 	cudaFree(daos);
+	cudaFree(ca);
+	cudaFree(cb);
+	cudaFree(ctemp);
 }
 
 static void
@@ -508,9 +531,11 @@ main(int argc, char **argv)
 	EytzGpuInfo info;
 	char		err[256];
 	bool		quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-	int			rc = eytzgpu_probe(0, &info, err, sizeof(err));
+	int			rc;
 	static const uint32_t ks[] = {2, 3, 5, 9, 17, 33};
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = eytzgpu_probe(0, &info, err, sizeof(err));
 	if (rc != EYTZGPU_OK)
 	{
 		printf("cuda-gpu: skipped, no usable GPU (code %d: %s)\n", rc, err);
@@ -549,6 +574,7 @@ main(int argc, char **argv)
 			for (size_t si = 0; si < sizes.size(); si++)
 				for (int dups = 0; dups < 2; dups++)
 					test_case(kw, k, sizes[si], dups, quick);
+			printf("kw=%d k=%u: %d passed, %d failed so far\n", kw, k, passed, failed);
 		}
 	printf("cuda-gpu: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
