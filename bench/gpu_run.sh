@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bench/gpu_run.sh: the one command for the GPU machine (through the device
+# tool, carrying .gpu made by ../shared/gpu/pg-bundle.sh): start a server,
+# build and install eytzgpu with CUDA, run the pg_regress suite with
+# eytzgpu.device = 'gpu', then (unless SKIP_BENCH=1) the join benchmark.
+# Logs go to $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+source .gpu/pgenv.sh
+# a warm machine may still hold the previous call's cluster
+pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
+nvidia-smi -L >"$OUT/gpu.txt" 2>&1
+pg_start "-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB" >"$OUT/server.txt" 2>&1 || exit 1
+# A module built there needs a newer libstdc++ than the bundle's: carry
+# eytzgpu.so built here (make, with nvcc) and install it by hand.
+if [ -f eytzgpu.so ]; then
+	cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" && cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/"
+else
+	{ make -j16 PG_CONFIG=$PG_CONFIG with_llvm=no && make PG_CONFIG=$PG_CONFIG with_llvm=no install; } >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+export PGOPTIONS="-c statement_timeout=150s"
+echo "== pg_regress with eytzgpu.device = gpu"
+PGOPTIONS="$PGOPTIONS -c eytzgpu.device=gpu" timeout 150 make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck TAP_TESTS= NO_CUDA=1 >"$OUT/regress.log" 2>&1
+tail -8 "$OUT/regress.log"
+[ -f regression.diffs ] && cp regression.diffs "$OUT/"
+# the suite's plans mask the device: show that the GPU really served a join
+psql -X -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" -c "SET eytzgpu.device = gpu" -c "CREATE TABLE gchk AS SELECT g AS k FROM generate_series(1, 100000) g" \
+	-c "CREATE INDEX ON gchk USING eytzgpu (k)" -c "SET enable_hashjoin = off" -c "SET enable_mergejoin = off" \
+	-c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*) FROM gchk a JOIN gchk b ON b.k = a.k + 1" 2>&1 | tee "$OUT/gpucheck.txt"
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+	echo "== benchmark"
+	EYTZ_GPU=1 BENCH_OUT="$OUT/bench" timeout "${BENCH_TIMEOUT:-400}" bash bench/join_bench.sh ${BENCH_ARGS:-20000000 2000000 2} >"$OUT/bench.log" 2>&1
+	tail -25 "$OUT/bench.log"
+	tar czf "$OUT/benchlogs.tgz" -C "$OUT" bench
+fi
