@@ -243,59 +243,6 @@ eytz_image_release(EytzImage *image)
 		image_free(image);
 }
 
-/*
- * All live pending entries of the list meta names, palloc'd; false if a
- * page is not a pending page (the list was merged away: retry).
- */
-bool
-eytz_read_pending(Relation index, const EytzMetaPageData *meta,
-				  EytzPendingEntry **entries, uint64 *n)
-{
-	BlockNumber blkno = meta->pending_head;
-	uint64		cap = Max(meta->npending, 16);
-	uint64		cnt = 0;
-	EytzPendingEntry *res = MemoryContextAllocHuge(CurrentMemoryContext,
-												   cap * sizeof(EytzPendingEntry));
-
-	while (blkno != InvalidBlockNumber)
-	{
-		Buffer		buf = ReadBuffer(index, blkno);
-		Page		page;
-		EytzPageOpaque opaque;
-		EytzPendingEntry *src;
-		int			i;
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		opaque = EytzPageGetOpaque(page);
-		if (PageIsNew(page) || opaque->flags != EYTZ_PAGE_PENDING ||
-			opaque->count > EYTZ_PENDING_PER_PAGE)
-		{
-			UnlockReleaseBuffer(buf);
-			pfree(res);
-			return false;
-		}
-		src = (EytzPendingEntry *) PageGetContents(page);
-		for (i = 0; i < opaque->count; i++)
-		{
-			if (ItemPointerGetBlockNumberNoCheck(&src[i].tid) == InvalidBlockNumber)
-				continue;
-			if (cnt == cap)
-			{
-				cap *= 2;
-				res = repalloc_huge(res, cap * sizeof(EytzPendingEntry));
-			}
-			res[cnt++] = src[i];
-		}
-		blkno = opaque->next;
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
-	*entries = res;
-	*n = cnt;
-	return true;
-}
-
 static int
 pending_cmp(const void *a, const void *b)
 {

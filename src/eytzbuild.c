@@ -84,14 +84,16 @@ layout_buffer(Relation index, BlockNumber blkno)
 }
 
 /*
- * Write the layout of n sorted pairs (or pairs already in Eytzinger order, if
- * permuted) as key pages then TID pages from block start; fill the layout
- * fields of *meta.  Returns the block after the region.  Pages are dirtied in
- * shared buffers; when use_wal, they are WAL-logged before returning.
+ * Write the layout of n sorted pairs (or of pairs already in Eytzinger order,
+ * if permuted: the GPU build) as key pages then TID pages from block start;
+ * fill the layout fields of *meta.  Returns the block after the region.
+ * Pages are dirtied in shared buffers; when use_wal, they are WAL-logged
+ * before returning.
  */
 BlockNumber
-eytz_write_layout(Relation index, EytzPairs *pairs, int key_width, int fanout,
-				  BlockNumber start, bool use_wal, EytzMetaPageData *meta)
+eytz_write_layout(Relation index, EytzPairs *pairs, bool permuted,
+				  int key_width, int fanout, BlockNumber start, bool use_wal,
+				  EytzMetaPageData *meta)
 {
 	uint64		n = pairs->n;
 	int			kpp = eytz_keys_per_page(key_width, fanout);
@@ -114,7 +116,7 @@ eytz_write_layout(Relation index, EytzPairs *pairs, int key_width, int fanout,
 		eytz_init_page(page, EYTZ_PAGE_KEYS);
 		for (; t < end; t++)
 		{
-			uint64		key = pairs->keys[rank_iter_rank(&it, t)];
+			uint64		key = pairs->keys[permuted ? t : rank_iter_rank(&it, t)];
 
 			if (key_width == 4)
 				((uint32 *) dst)[t - first] = (uint32) key;
@@ -139,7 +141,8 @@ eytz_write_layout(Relation index, EytzPairs *pairs, int key_width, int fanout,
 
 		eytz_init_page(page, EYTZ_PAGE_TIDS);
 		for (; t < end; t++)
-			eytz_tid_unpack(pairs->tids[rank_iter_rank(&it, t)], &dst[t - first]);
+			eytz_tid_unpack(pairs->tids[permuted ? t : rank_iter_rank(&it, t)],
+							&dst[t - first]);
 		((PageHeader) page)->pd_lower += (end - first) * sizeof(ItemPointerData);
 		MarkBufferDirty(buf);
 		UnlockReleaseBuffer(buf);
@@ -151,68 +154,6 @@ eytz_write_layout(Relation index, EytzPairs *pairs, int key_width, int fanout,
 	if (use_wal && blkno > start)
 		log_newpage_range(index, MAIN_FORKNUM, start, blkno, true);
 
-	meta->key_width = key_width;
-	meta->fanout = fanout;
-	meta->nentries = n;
-	meta->ndead = 0;
-	meta->levels = eytz_shape(n, fanout).levels;
-	meta->keys_per_page = kpp;
-	meta->keys_start = n > 0 ? start : InvalidBlockNumber;
-	meta->nkeypages = nkeypages;
-	meta->tids_start = n > 0 ? start + nkeypages : InvalidBlockNumber;
-	meta->ntidpages = ntidpages;
-	return blkno;
-}
-
-/*
- * eytz_write_layout() for arrays the GPU already put in Eytzinger order:
- * the same pages, slot t of the arrays going to slot t of the layout.
- */
-static BlockNumber
-write_gpu_layout(Relation index, const void *keys, const uint64 *tids, uint64 n,
-				 int key_width, int fanout, BlockNumber start,
-				 EytzMetaPageData *meta)
-{
-	int			kpp = eytz_keys_per_page(key_width, fanout);
-	uint32		nkeypages = (n + kpp - 1) / kpp;
-	uint32		ntidpages = (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
-	BlockNumber blkno = start;
-	uint64		t;
-	uint32		p;
-
-	for (p = 0, t = 0; p < nkeypages; p++)
-	{
-		Buffer		buf = layout_buffer(index, blkno++);
-		Page		page = BufferGetPage(buf);
-		uint64		cnt = Min(n - t, (uint64) kpp);
-
-		eytz_init_page(page, EYTZ_PAGE_KEYS);
-		memcpy(PageGetContents(page), (const char *) keys + t * key_width, cnt * key_width);
-		((PageHeader) page)->pd_lower += cnt * key_width;
-		t += cnt;
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
-	for (p = 0, t = 0; p < ntidpages; p++)
-	{
-		Buffer		buf = layout_buffer(index, blkno++);
-		Page		page = BufferGetPage(buf);
-		ItemPointerData *dst = (ItemPointerData *) PageGetContents(page);
-		uint64		cnt = Min(n - t, (uint64) EYTZ_TIDS_PER_PAGE);
-		uint64		i;
-
-		eytz_init_page(page, EYTZ_PAGE_TIDS);
-		for (i = 0; i < cnt; i++)
-			eytz_tid_unpack(tids[t + i], &dst[i]);
-		((PageHeader) page)->pd_lower += cnt * sizeof(ItemPointerData);
-		t += cnt;
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-		if (p % 64 == 0)
-			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, t);
-		CHECK_FOR_INTERRUPTS();
-	}
 	meta->key_width = key_width;
 	meta->fanout = fanout;
 	meta->nentries = n;
@@ -252,8 +193,6 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	Page		metapage;
 	BlockNumber end;
 	bool		gpu_built;
-	void	   *gpu_keys = NULL;
-	uint64	   *gpu_tids = NULL;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data",
@@ -270,8 +209,7 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	eytz_choose_layout(index, bs.pairs.n, bs.kt->width, &layout, &fanout,
 					   &pending_limit);
 	/* sort and permute on the GPU when there is one (same bytes, stays resident) */
-	gpu_built = eytz_device_build(&bs.pairs, bs.kt->width, fanout, index, 1,
-								  &gpu_keys, &gpu_tids);
+	gpu_built = eytz_device_build(&bs.pairs, bs.kt->width, fanout, index, 1);
 	if (!gpu_built)
 		eytz_pairs_sort(&bs.pairs);
 
@@ -294,12 +232,8 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
 
 	memcpy(&meta, EytzPageGetMeta(metapage), sizeof(meta));
-	if (gpu_built)
-		end = write_gpu_layout(index, gpu_keys, gpu_tids, bs.pairs.n,
-							   bs.kt->width, fanout, EYTZ_METAPAGE_BLKNO + 1, &meta);
-	else
-		end = eytz_write_layout(index, &bs.pairs, bs.kt->width, fanout,
-								EYTZ_METAPAGE_BLKNO + 1, false, &meta);
+	end = eytz_write_layout(index, &bs.pairs, gpu_built, bs.kt->width, fanout,
+							EYTZ_METAPAGE_BLKNO + 1, false, &meta);
 	meta.generation = 1;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -314,10 +248,6 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	result->heap_tuples = reltuples;
 	result->index_tuples = bs.pairs.n;
 	eytz_pairs_free(&bs.pairs);
-	if (gpu_keys)
-		pfree(gpu_keys);
-	if (gpu_tids)
-		pfree(gpu_tids);
 	return result;
 }
 

@@ -346,14 +346,13 @@ eytz_device_lookup(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
  * CREATE INDEX on the GPU: sort the (key, TID) pairs and permute them into
  * Eytzinger order there.  pairs holds keys and TIDs in heap-scan order;
  * returns false (and the caller builds on the CPU) when there is no GPU,
- * the scan was not in TID order, or anything fails.  On success, *eytz_keys
- * (key_width bytes each) and *eytz_tids are the layout's arrays and the
- * index stays resident as generation "generation".
+ * the scan was not in TID order, or anything fails.  On success the pairs
+ * hold the layout slot by slot (Eytzinger order) and the index stays resident
+ * as generation "generation".
  */
 bool
 eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
-				  Relation index, uint64 generation,
-				  void **eytz_keys, uint64 **eytz_tids)
+				  Relation index, uint64 generation)
 {
 	uint64		n = pairs->n;
 	uint64		i;
@@ -421,8 +420,12 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 		else
 			entry_add(index, generation, key_width, h, bytes, true);
 	}
-	*eytz_keys = okeys;
-	*eytz_tids = otids;
+	/* the pairs now hold the layout, slot by slot */
+	for (i = 0; i < n; i++)
+		pairs->keys[i] = eytz_key_at(okeys, key_width, i);
+	pfree(okeys);
+	pfree(pairs->tids);
+	pairs->tids = otids;
 	return true;
 }
 
@@ -470,8 +473,7 @@ eytz_device_invalidate(Oid indexoid)
 
 bool
 eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
-				  Relation index, uint64 generation,
-				  void **eytz_keys, uint64 **eytz_tids)
+				  Relation index, uint64 generation)
 {
 	return false;
 }

@@ -202,7 +202,7 @@ extern IndexBuildResult *eytz_build(Relation heap, Relation index,
 									IndexInfo *indexInfo);
 extern void eytz_buildempty(Relation index);
 extern BlockNumber eytz_write_layout(Relation index, EytzPairs *pairs,
-									 int key_width, int fanout,
+									 bool permuted, int key_width, int fanout,
 									 BlockNumber start, bool use_wal,
 									 EytzMetaPageData *meta);
 
@@ -214,6 +214,9 @@ extern void eytz_search_layout(Relation index, const EytzMetaPageData *meta,
 							   const EytzRange *ranges, int nranges,
 							   ItemPointerData **tids, int64 *ntids,
 							   int64 *ncap);
+extern bool eytz_read_pending(Relation index, const EytzMetaPageData *meta,
+							  EytzPendingEntry **entries, uint64 *n,
+							  BlockNumber **blocks, int *nblocks);
 extern void eytz_search_pending(Relation index, const EytzMetaPageData *meta,
 								const EytzRange *ranges, int nranges,
 								ItemPointerData **tids, int64 *ntids,

@@ -64,8 +64,6 @@ typedef struct EytzImage
 extern EytzImage *eytz_image_acquire(Relation index, const EytzMetaPageData *meta);
 extern void eytz_image_release(EytzImage *image);
 extern void eytz_image_invalidate(Oid indexoid);
-extern bool eytz_read_pending(Relation index, const EytzMetaPageData *meta,
-							  EytzPendingEntry **entries, uint64 *n);
 extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
 extern void eytz_match_add(EytzMatchBuf *buf, uint64 tid, uint32 row);
 extern void eytz_batch_search(const EytzLayoutImage *img, const uint64 *lo,
@@ -91,8 +89,7 @@ extern bool eytz_device_lookup(EytzGpuEntry *entry, const uint64 *lo,
 							   EytzMatchBuf *out, double *kernel_ms, char **why);
 extern void eytz_device_invalidate(Oid indexoid);
 extern bool eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
-							  Relation index, uint64 generation,
-							  void **eytz_keys, uint64 **eytz_tids);
+							  Relation index, uint64 generation);
 
 /* eytzjoin.c / eytzjoinexec.c */
 extern void eytz_join_init(void);

@@ -283,7 +283,8 @@ eytz_join_start(EytzJoinState *st)
 			ok = st->image != NULL;
 		}
 		if (ok)
-			ok = eytz_read_pending(st->index, &st->meta, &st->pending, &st->npending);
+			ok = eytz_read_pending(st->index, &st->meta, &st->pending, &st->npending,
+								   NULL, NULL);
 		eytz_read_meta(st->index, &after);
 		if (ok && after.generation == st->meta.generation)
 			break;

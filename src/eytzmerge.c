@@ -83,41 +83,20 @@ static BlockNumber *
 read_pending(Relation index, const EytzMetaPageData *meta, EytzPairs *pairs,
 			 int *nblocks)
 {
-	BlockNumber blkno = meta->pending_head;
-	int			cap = 16;
-	BlockNumber *blocks = palloc(sizeof(BlockNumber) * cap);
+	EytzPendingEntry *entries;
+	BlockNumber *blocks;
+	uint64		n,
+				i;
 
-	*nblocks = 0;
-	while (blkno != InvalidBlockNumber)
-	{
-		Buffer		buf = ReadBuffer(index, blkno);
-		Page		page;
-		EytzPageOpaque opaque;
-		EytzPendingEntry *entries;
-		int			i;
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		opaque = EytzPageGetOpaque(page);
-		if (opaque->flags != EYTZ_PAGE_PENDING)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("eytzgpu index \"%s\": block %u in the pending list is not a pending page",
-							RelationGetRelationName(index), blkno)));
-		entries = (EytzPendingEntry *) PageGetContents(page);
-		for (i = 0; i < opaque->count; i++)
-			if (ItemPointerGetBlockNumberNoCheck(&entries[i].tid) != InvalidBlockNumber)
-				eytz_pairs_add(pairs, entries[i].key, &entries[i].tid);
-		if (*nblocks == cap)
-		{
-			cap *= 2;
-			blocks = repalloc(blocks, sizeof(BlockNumber) * cap);
-		}
-		blocks[(*nblocks)++] = blkno;
-		blkno = opaque->next;
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
+	/* merges hold the merge lock: the list cannot change under us */
+	if (!eytz_read_pending(index, meta, &entries, &n, &blocks, nblocks))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("eytzgpu index \"%s\": the pending list reaches a page that is not a pending page",
+						RelationGetRelationName(index))));
+	for (i = 0; i < n; i++)
+		eytz_pairs_add(pairs, entries[i].key, &entries[i].tid);
+	pfree(entries);
 	return blocks;
 }
 
@@ -231,7 +210,7 @@ eytz_merge(Relation index, bool wait)
 	start = first_fit(need, cur_start, cur_len, pblocks, npblocks);
 
 	memcpy(&newmeta, &meta, sizeof(meta));
-	eytz_write_layout(index, &pairs, meta.key_width, fanout, start,
+	eytz_write_layout(index, &pairs, false, meta.key_width, fanout, start,
 					  RelationNeedsWAL(index), &newmeta);
 	newmeta.layout = layout;
 	newmeta.pending_limit = pending_limit;

@@ -205,21 +205,34 @@ key_in_ranges(uint64 key, const EytzRange *ranges, int nranges)
 	return false;
 }
 
-/* Append the TIDs of pending entries within the ranges */
-void
-eytz_search_pending(Relation index, const EytzMetaPageData *meta,
-					const EytzRange *ranges, int nranges,
-					ItemPointerData **tids, int64 *ntids, int64 *ncap)
+/*
+ * All live pending entries of the list meta names, palloc'd, and (if blocks
+ * is not NULL) the list's blocks; false if a page is not a pending page (the
+ * list was merged away meanwhile: the caller rereads the metapage).
+ */
+bool
+eytz_read_pending(Relation index, const EytzMetaPageData *meta,
+				  EytzPendingEntry **entries, uint64 *n,
+				  BlockNumber **blocks, int *nblocks)
 {
-	TidSink		sink = {tids, ntids, ncap};
 	BlockNumber blkno = meta->pending_head;
+	uint64		cap = Max(meta->npending, 16);
+	uint64		cnt = 0;
+	int			bcap = 16;
+	EytzPendingEntry *res = MemoryContextAllocHuge(CurrentMemoryContext,
+												   cap * sizeof(EytzPendingEntry));
 
+	if (blocks)
+	{
+		*blocks = palloc(sizeof(BlockNumber) * bcap);
+		*nblocks = 0;
+	}
 	while (blkno != InvalidBlockNumber)
 	{
 		Buffer		buf = ReadBuffer(index, blkno);
 		Page		page;
 		EytzPageOpaque opaque;
-		EytzPendingEntry *entries;
+		EytzPendingEntry *src;
 		int			i;
 
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
@@ -229,18 +242,59 @@ eytz_search_pending(Relation index, const EytzMetaPageData *meta,
 			opaque->count > EYTZ_PENDING_PER_PAGE)
 		{
 			UnlockReleaseBuffer(buf);
-			*ntids = -1;
-			return;
+			pfree(res);
+			return false;
 		}
-		entries = (EytzPendingEntry *) PageGetContents(page);
+		src = (EytzPendingEntry *) PageGetContents(page);
 		for (i = 0; i < opaque->count; i++)
-			if (key_in_ranges(entries[i].key, ranges, nranges) &&
-				ItemPointerGetBlockNumberNoCheck(&entries[i].tid) != InvalidBlockNumber)
-				sink_add(&sink, &entries[i].tid);
+		{
+			if (ItemPointerGetBlockNumberNoCheck(&src[i].tid) == InvalidBlockNumber)
+				continue;
+			if (cnt == cap)
+			{
+				cap *= 2;
+				res = repalloc_huge(res, cap * sizeof(EytzPendingEntry));
+			}
+			res[cnt++] = src[i];
+		}
+		if (blocks)
+		{
+			if (*nblocks == bcap)
+			{
+				bcap *= 2;
+				*blocks = repalloc(*blocks, sizeof(BlockNumber) * bcap);
+			}
+			(*blocks)[(*nblocks)++] = blkno;
+		}
 		blkno = opaque->next;
 		UnlockReleaseBuffer(buf);
 		CHECK_FOR_INTERRUPTS();
 	}
+	*entries = res;
+	*n = cnt;
+	return true;
+}
+
+/* Append the TIDs of pending entries within the ranges */
+void
+eytz_search_pending(Relation index, const EytzMetaPageData *meta,
+					const EytzRange *ranges, int nranges,
+					ItemPointerData **tids, int64 *ntids, int64 *ncap)
+{
+	TidSink		sink = {tids, ntids, ncap};
+	EytzPendingEntry *entries;
+	uint64		n,
+				i;
+
+	if (!eytz_read_pending(index, meta, &entries, &n, NULL, NULL))
+	{
+		*ntids = -1;
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (key_in_ranges(entries[i].key, ranges, nranges))
+			sink_add(&sink, &entries[i].tid);
+	pfree(entries);
 }
 
 /*
