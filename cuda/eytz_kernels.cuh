@@ -530,8 +530,8 @@ k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
  * lookup walks all levels (uniform warps); the deepest node holding the key
  * gives the payload.  perm: globally sorted lookups, result to query perm[j].
  */
-template <class KT, int NK, bool AOS>
-__global__ void __launch_bounds__(256)
+template <class KT, int NK, bool AOS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
 k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels)
 {
 	extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -826,26 +826,47 @@ __global__ void
 k_permute(PermShape ps, const KT *sk, const uint64_t *sp, KT *ok, uint64_t *op,
 		  unsigned char *aos, uint32_t tp, uint32_t tile_bytes)
 {
-	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+	const uint64_t stride = (uint64_t) gridDim.x * blockDim.x;
 
-	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < ps.n; t += stride)
+	/* 4 slots per thread per step: eight gathers in flight before the first store */
+	for (uint64_t t0 = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t0 < ps.n; t0 += 4 * stride)
 	{
-		uint64_t	r = fast_rank(ps, t);
-		KT			key = sk[r];
-		uint64_t	pay = sp[r];
+		KT			key[4];
+		uint64_t	pay[4];
 
-		if (aos)
+#pragma unroll
+		for (int u = 0; u < 4; u++)
 		{
-			unsigned char *b = aos + (t >> tp) * tile_bytes;
-			uint32_t	e = (uint32_t) (t & ((1u << tp) - 1));
+			uint64_t	t = t0 + u * stride;
 
-			((KT *) b)[e] = key;
-			((uint64_t *) (b + ((uint64_t) sizeof(KT) << tp)))[e] = pay;
+			if (t < ps.n)
+			{
+				uint64_t	r = fast_rank(ps, t);
+
+				key[u] = sk[r];
+				pay[u] = sp[r];
+			}
 		}
-		else
+#pragma unroll
+		for (int u = 0; u < 4; u++)
 		{
-			ok[t] = key;
-			op[t] = pay;
+			uint64_t	t = t0 + u * stride;
+
+			if (t >= ps.n)
+				break;
+			if (aos)
+			{
+				unsigned char *b = aos + (t >> tp) * tile_bytes;
+				uint32_t	e = (uint32_t) (t & ((1u << tp) - 1));
+
+				((KT *) b)[e] = key[u];
+				((uint64_t *) (b + ((uint64_t) sizeof(KT) << tp)))[e] = pay[u];
+			}
+			else
+			{
+				ok[t] = key[u];
+				op[t] = pay[u];
+			}
 		}
 	}
 }
@@ -918,6 +939,8 @@ static constexpr int LSORT_BLOCK = 256;
 static constexpr int LSORT_ITEMS = 8;
 static constexpr int GROUP_BLOCK = 256;
 static constexpr int BS_BLOCK = 256;
+/* pinned copies larger than this run in 1024-thread blocks (one per SM) */
+static constexpr size_t BIG_PIN = 64 * 1024;
 
 /* Whole levels of keys that fit in pin_bytes */
 template <class KT>
@@ -931,6 +954,8 @@ pin_slots(const Idx<KT> &ix, uint32_t pin_bytes)
 
 	if (pin_bytes == 0 || ix.n == 0)
 		return 0;
+	if (padded <= cap)
+		return padded;			/* the whole index fits: pin all of it */
 	for (;;)
 	{
 		uint64_t	next = ls * ix.k + (ix.k - 1);
@@ -973,14 +998,27 @@ template <class KT, int NK, bool AOS>
 static inline cudaError_t
 launch_point(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, uint64_t npin, cudaStream_t st)
 {
-	auto		kern = k_point<KT, NK, AOS>;
 	size_t		smem = npin * sizeof(KT);
 	int			grid = 0;
 	cudaError_t e;
 
-	if ((e = grid_for(kern, 256, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
-		return e;
-	kern<<<grid, 256, smem, st>>>(ix, q, o.pay, npin, eytz_shape(ix.n, ix.k).full_levels);
+	/* a large pinned copy allows one block per SM: make it a big one */
+	if (smem > BIG_PIN)
+	{
+		auto		kern = k_point<KT, NK, AOS, 1024>;
+
+		if ((e = grid_for(kern, 1024, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+			return e;
+		kern<<<grid, 1024, smem, st>>>(ix, q, o.pay, npin, eytz_shape(ix.n, ix.k).full_levels);
+	}
+	else
+	{
+		auto		kern = k_point<KT, NK, AOS, 256>;
+
+		if ((e = grid_for(kern, 256, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+			return e;
+		kern<<<grid, 256, smem, st>>>(ix, q, o.pay, npin, eytz_shape(ix.n, ix.k).full_levels);
+	}
 	return cudaGetLastError();
 }
 
@@ -988,14 +1026,26 @@ template <class KT, int MODE, int NKC>
 static inline cudaError_t
 launch_single(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, uint64_t npin, cudaStream_t st)
 {
-	auto		kern = k_single<KT, MODE, false, SINGLE_BLOCK, 1, NKC>;
 	size_t		smem = npin * sizeof(KT);
 	int			grid = 0;
 	cudaError_t e;
 
-	if ((e = grid_for(kern, SINGLE_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
-		return e;
-	kern<<<grid, SINGLE_BLOCK, smem, st>>>(ix, q, o, npin);
+	if (smem > BIG_PIN)
+	{
+		auto		kern = k_single<KT, MODE, false, 1024, 1, NKC>;
+
+		if ((e = grid_for(kern, 1024, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+			return e;
+		kern<<<grid, 1024, smem, st>>>(ix, q, o, npin);
+	}
+	else
+	{
+		auto		kern = k_single<KT, MODE, false, SINGLE_BLOCK, 1, NKC>;
+
+		if ((e = grid_for(kern, SINGLE_BLOCK, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
+			return e;
+		kern<<<grid, SINGLE_BLOCK, smem, st>>>(ix, q, o, npin);
+	}
 	return cudaGetLastError();
 }
 

@@ -520,25 +520,18 @@ static const Var point_vars[] = {
 	{"bs_textbook", ALGO_BS, 0, false, false, 0, 0, 0, 0},
 	{"ebs", ALGO_SINGLE, 2, false, false, 0, 0, 0, 0},
 	{"ebs_pin64k", ALGO_SINGLE, 2, false, false, 0, 0, 64 * 1024, 0},
-	{"ebs_pin160k_1blk", ALGO_SINGLE, 2, false, false, 0, 0, 160 * 1024, 1},
+	{"ebs_pin200k_1blk", ALGO_SINGLE, 2, false, false, 0, 0, 200 * 1024, 1},
 	{"ebs_pin32k_lsort", ALGO_SINGLE, 2, false, true, 0, 0, 32 * 1024, 0},
-	{"ebs_c21b16", ALGO_SINGLE, 2, false, false, 21, 16, 32 * 1024, 0},
 	{"eks_single_aos", ALGO_SINGLE, 9, true, false, 0, 0, 0, 0},
 	{"eks_single_soa", ALGO_SINGLE, 9, false, false, 0, 0, 0, 0},
 	{"eks_single_soa_pin16k", ALGO_SINGLE, 9, false, false, 0, 0, 16 * 1024, 0},
+	{"eks_single_soa_pin200k_1blk", ALGO_SINGLE, 9, false, false, 0, 0, 200 * 1024, 1},
 	{"eks_single_aos_lsort", ALGO_SINGLE, 9, true, true, 0, 0, 32 * 1024, 0},
 	{"reorder_only_c21b16", -2, 9, false, false, 21, 16, 0, 0},
-	{"eks_single_soa_c20b16", ALGO_SINGLE, 9, false, false, 20, 16, 0, 0},
 	{"eks_single_soa_c21b16", ALGO_SINGLE, 9, false, false, 21, 16, 0, 0},
-	{"eks_single_soa_c22b16", ALGO_SINGLE, 9, false, false, 22, 16, 0, 0},
-	{"eks_single_soa_c23b16", ALGO_SINGLE, 9, false, false, 23, 16, 0, 0},
 	{"eks_single_soa_c25b16", ALGO_SINGLE, 9, false, false, 25, 16, 0, 0},
-	{"eks_single_soa_c21b12", ALGO_SINGLE, 9, false, false, 21, 12, 0, 0},
-	{"eks_single_soa_c21b20", ALGO_SINGLE, 9, false, false, 21, 20, 0, 0},
-	{"eks_single_aos_c21b16", ALGO_SINGLE, 9, true, false, 21, 16, 0, 0},
 	{"eks_group_aos", ALGO_GROUP, 9, true, false, 0, 0, 0, 0},
 	{"eks_group_soa", ALGO_GROUP, 9, false, false, 0, 0, 0, 0},
-	{"eks_group_soa_c21b16", ALGO_GROUP, 9, false, false, 21, 16, 0, 0},
 };
 
 static bool
@@ -845,9 +838,9 @@ bench_csr_points(const Bench<KT> &b, const KT *q, uint64_t nq)
 	static const Var vs[] = {
 		{"csr_ebs_pin64k", ALGO_SINGLE, 2, false, false, 0, 0, 64 * 1024, 0},
 		{"csr_eks_single_soa", ALGO_SINGLE, 9, false, false, 0, 0, 16 * 1024, 0},
+		{"csr_eks_single_soa_pin200k", ALGO_SINGLE, 9, false, false, 0, 0, 200 * 1024, 0},
 		{"csr_eks_single_soa_c21b16", ALGO_SINGLE, 9, false, false, 21, 16, 16 * 1024, 0},
-		{"csr_eks_single_aos_c21b16", ALGO_SINGLE, 9, true, false, 21, 16, 16 * 1024, 0},
-		{"csr_eks_group_aos", ALGO_GROUP, 9, true, false, 0, 0, 0, 0},
+		{"csr_eks_group_soa", ALGO_GROUP, 9, false, false, 0, 0, 0, 0},
 		{"csr_bs_textbook", ALGO_BS, 0, false, false, 0, 0, 0, 0},
 	};
 
@@ -893,7 +886,7 @@ run_lookup_sections(const std::vector<std::string> &secs, std::vector<int> sizes
 		if (top && sizeof(KT) == 4)
 		{
 			std::vector<const char *> sel = {"thrust_lower_bound", "bs_textbook", "ebs", "ebs_pin64k",
-				"eks_single_aos", "eks_single_soa", "eks_single_soa_c21b16", "eks_group_aos"};
+				"eks_single_aos", "eks_single_soa", "eks_single_soa_pin16k", "eks_group_soa"};
 
 			if (on(secs, "zipf"))
 				for (double zs : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0})
