@@ -545,22 +545,58 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 		KT			x;
 		uint64_t	s = 0,
 					cand = NO_MATCH;
+		uint32_t	l;
 
 		get_query(q, j, i, x);
-
-		for (uint32_t l = 0; l < ix.levels; l++)
+		/*
+		 * Only count keys < x per node; the lower bound is the deepest
+		 * node position with a key >= x, checked for equality at the end.
+		 * Full levels need no bounds checks.
+		 */
+		for (l = 0; l < full_levels; l++)
 		{
-			uint32_t	cnt = NK,
+			const KT   *p;
+			uint32_t	lt = 0;
+
+			if (s < npin)
+				p = pin + s;
+			else if (AOS)
+				p = (const KT *) (ix.aos + (s >> ix.tp) * ix.tile_bytes) + (s & ((1u << ix.tp) - 1));
+			else
+				p = ix.keys + s;
+			if (NK * sizeof(KT) >= 16)
+			{
+				constexpr int PER = 16 / sizeof(KT);
+#pragma unroll
+				for (int v = 0; v < (int) (NK * sizeof(KT) / 16); v++)
+				{
+					uint4		w = ((const uint4 *) p)[v];
+					KT			kk[PER];
+
+					memcpy(kk, &w, 16);
+#pragma unroll
+					for (int e = 0; e < PER; e++)
+						lt += kk[e] < x;
+				}
+			}
+			else
+			{
+#pragma unroll
+				for (int e = 0; e < NK; e++)
+					lt += p[e] < x;
+			}
+			if (lt < NK)
+				cand = s + lt;
+			s = s * (NK + 1) + (uint64_t) (lt + 1) * NK;
+		}
+		if (l < ix.levels && s < ix.n)
+		{
+			/* the partial bottom level */
+			uint32_t	cnt = ix.n - s < NK ? (uint32_t) (ix.n - s) : NK,
 						lt,
 						inr;
 			const KT   *p;
 
-			if (l >= full_levels)
-			{
-				if (s >= ix.n)
-					break;
-				cnt = ix.n - s < NK ? (uint32_t) (ix.n - s) : NK;
-			}
 			if (s < npin)
 				p = pin + s;
 			else if (AOS)
@@ -568,11 +604,10 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 			else
 				p = ix.keys + s;
 			node_count(p, NK, cnt, x, x, lt, inr);
-			if (inr)
+			if (lt < cnt)
 				cand = s + lt;
-			s = s * (NK + 1) + (uint64_t) (lt + 1) * NK;
 		}
-		out[i] = cand == NO_MATCH ? NO_MATCH : pay_at(ix, cand);
+		out[i] = cand != NO_MATCH && key_at(ix, pin, npin, cand) == x ? pay_at(ix, cand) : NO_MATCH;
 	}
 }
 
