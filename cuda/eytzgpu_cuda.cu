@@ -185,6 +185,9 @@ done:
 	return rc;
 }
 
+/* Keys of at most this many bytes also get a binary copy: EBS with pinning wins there */
+static const uint64_t EBS_COPY_MAX_KEY_BYTES = 512 * 1024;
+
 /* ---------------------------------------------------------------------------
  * Handle life cycle
  * ------------------------------------------------------------------------- */
@@ -326,7 +329,7 @@ make_resident(EytzGpuIndex *h, uint32_t flags, void **d_ek, uint64_t **d_ep,
 	uint64_t	n = h->n;
 	uint32_t	k = h->k;
 	uint32_t	want = flags & (EYTZGPU_LAYOUT_SOA | EYTZGPU_LAYOUT_AOS);
-	bool		small = n * (sizeof(KT) + 8) <= h->l2 / 2;
+	bool		small = n * sizeof(KT) <= EBS_COPY_MAX_KEY_BYTES;
 	KT		   *tk = NULL;
 	uint64_t   *tp = NULL;
 
@@ -335,7 +338,7 @@ make_resident(EytzGpuIndex *h, uint32_t flags, void **d_ek, uint64_t **d_ep,
 		want = EYTZGPU_LAYOUT_SOA;
 	h->layout = want;
 
-	if (k != 2 && small && n > 0 && (flags & EYTZGPU_EBS_COPY))
+	if (k != 2 && small && n > 0 && !(flags & EYTZGPU_NO_EBS_COPY))
 	{
 		/* composite strategy: a binary copy for cache-resident sizes */
 		uint64_t	pad2 = padded_slots(n, 2, sizeof(KT));
@@ -822,7 +825,7 @@ wide_ranges(const KT *lo, const KT *hi, uint64_t nq, KT mn, KT mx, uint64_t n)
 }
 
 /* Tuned on the H100 (cuda/README.md): shared memory for pinned top levels */
-static const uint32_t PIN_BYTES_SMALL = 200 * 1024;	/* whole index when it fits */
+static const uint32_t PIN_BYTES_SMALL = 200 * 1024;	/* whole (or nearly whole) index */
 static const uint32_t PIN_BYTES_LARGE = 16 * 1024;
 /* chunked global reordering: 2^21 lookups a chunk, sorted on 16 key bits */
 static const Reorder REORDER_CHUNKS = {21, 16};
@@ -836,7 +839,9 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	uint32_t	strat = flags & EYTZGPU_STRAT_MASK;
 	uint32_t	reord = flags & EYTZGPU_REORDER_MASK;
 	uint32_t	pin = flags & EYTZGPU_PIN_MASK;
-	bool		small = h->n * (sizeof(KT) + 8) <= h->l2 / 2;
+	bool		tiny = h->n * sizeof(KT) <= EBS_COPY_MAX_KEY_BYTES;
+	bool		have_ebs = h->k == 2 || h->d_ebs_keys;
+	uint64_t	pad_bytes = padded_slots(h->n, h->k, sizeof(KT)) * sizeof(KT);
 	Idx<KT>		ix;
 	Qs<KT>		q;
 	Outs		o;
@@ -858,13 +863,16 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 		(void) sorted;
 		(void) skewed;
 		/*
-		 * Measured on the H100 (README): one thread per lookup with 16-byte
-		 * node loads wins point lookups at every size, skew and order, with
-		 * the whole index pinned in shared memory when it fits; groups win
-		 * ranges of 32+ expected hits.  Reordering never paid off there.
+		 * Measured on the H100 (README): groups win ranges of 32+ expected
+		 * hits; EBS with its top levels pinned in shared memory wins tiny
+		 * indexes; above that one thread per lookup with 16-byte node loads
+		 * (EKS single) wins at every size, skew and order.  Reordering never
+		 * paid off there, so the sorted/skewed detection changes nothing.
 		 */
 		if (hi && wide_ranges(lo, hi, nq, (KT) h->minkey, (KT) h->maxkey, h->n) && h->k > 2)
 			strat = EYTZGPU_STRAT_GROUP;
+		else if (tiny && have_ebs)
+			strat = EYTZGPU_STRAT_EBS;
 		else
 			strat = EYTZGPU_STRAT_SINGLE;
 	}
@@ -884,7 +892,11 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.algo = strat == EYTZGPU_STRAT_GROUP ? ALGO_GROUP : ALGO_SINGLE;
 	cfg.lsort = reord == EYTZGPU_REORDER_LOCAL;
-	cfg.pin_bytes = pin == EYTZGPU_PIN_ON ? (small ? PIN_BYTES_SMALL : PIN_BYTES_LARGE) : 0;
+	/* a big pinned copy means one block per SM: worth it only for (nearly) the whole index */
+	cfg.pin_bytes = 0;
+	if (pin == EYTZGPU_PIN_ON)
+		cfg.pin_bytes = strat == EYTZGPU_STRAT_EBS || pad_bytes <= PIN_BYTES_SMALL ? PIN_BYTES_SMALL
+			: PIN_BYTES_LARGE;
 	cfg.blocks_per_sm = 0;
 
 	if ((rc = ensure_queries(h, nq, sizeof(KT), reord == EYTZGPU_REORDER_GLOBAL, errbuf, errlen)) != EYTZGPU_OK)

@@ -46,7 +46,7 @@ extern "C"
 #define EYTZGPU_LAYOUT_AUTO		0x0000u
 #define EYTZGPU_LAYOUT_SOA		0x0001u	/* keys[] and payloads[] apart */
 #define EYTZGPU_LAYOUT_AOS		0x0002u	/* per node: k-1 keys, then k-1 payloads */
-#define EYTZGPU_EBS_COPY		0x0004u	/* also keep a binary (k = 2) copy of an index that fits L2 */
+#define EYTZGPU_NO_EBS_COPY		0x0004u	/* no binary (k = 2) copy of tiny indexes (README) */
 
 #define EYTZGPU_STRAT_AUTO		0x0000u	/* composite strategy (paper section 8) */
 #define EYTZGPU_STRAT_SINGLE	0x0010u	/* one thread per lookup: EBS if k = 2, else EKS single */
@@ -106,7 +106,7 @@ extern int	eytzgpu_probe(int device, EytzGpuInfo *info, char *errbuf, size_t err
 /*
  * Upload an index already in Eytzinger order (fan-out k, n entries; keys of
  * key_width 4 or 8 bytes, host arrays of n each).  flags: EYTZGPU_LAYOUT_*
- * (default SoA, the faster one on the H100), EYTZGPU_EBS_COPY.
+ * (default SoA, the faster one on the H100), EYTZGPU_NO_EBS_COPY.
  * *out receives the handle; *device_bytes (may be NULL) the device memory it
  * holds.  n may be 0 (every lookup then returns no match).
  */

@@ -450,7 +450,7 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 	std::vector<unsigned char> ref = narrow(d.ek, kw);
 
 	snprintf(what, sizeof(what), "kw=%d k=%u n=%llu%s", kw, k, (unsigned long long) n, dups ? " dups" : "");
-	rc = eytzgpu_build(0, nk.data(), d.pays.data(), n, kw, k, EYTZGPU_EBS_COPY, ok.data(), op.data(), &hb, &bytes, err, sizeof(err));
+	rc = eytzgpu_build(0, nk.data(), d.pays.data(), n, kw, k, 0, ok.data(), op.data(), &hb, &bytes, err, sizeof(err));
 	if (rc != EYTZGPU_OK)
 	{
 		FAIL("%s: build rc=%d %s", what, rc, err);
@@ -462,7 +462,7 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 		passed++;
 	rc = eytzgpu_upload(0, ref.data(), d.ep.data(), n, kw, k, EYTZGPU_LAYOUT_SOA, &hs, NULL, err, sizeof(err));
 	if (rc == EYTZGPU_OK)
-		rc = eytzgpu_upload(0, ref.data(), d.ep.data(), n, kw, k, EYTZGPU_LAYOUT_AOS,
+		rc = eytzgpu_upload(0, ref.data(), d.ep.data(), n, kw, k, EYTZGPU_LAYOUT_AOS | EYTZGPU_NO_EBS_COPY,
 							&ha, NULL, err, sizeof(err));
 	if (rc != EYTZGPU_OK)
 		FAIL("%s: upload rc=%d %s", what, rc, err);
