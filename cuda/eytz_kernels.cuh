@@ -530,7 +530,7 @@ k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
  * lookup walks all levels (uniform warps); the deepest node holding the key
  * gives the payload.  perm: globally sorted lookups, result to query perm[j].
  */
-template <class KT, int NK, bool AOS, int BLOCK>
+template <class KT, int NK, bool AOS, int BLOCK, bool POS = false>
 __global__ void __launch_bounds__(BLOCK)
 k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels)
 {
@@ -607,7 +607,10 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 			if (lt < cnt)
 				cand = s + lt;
 		}
-		out[i] = cand != NO_MATCH && key_at(ix, pin, npin, cand) == x ? pay_at(ix, cand) : NO_MATCH;
+		if (POS)
+			out[i] = cand;		/* lower-bound slot (positions only: no key or payload read) */
+		else
+			out[i] = cand != NO_MATCH && key_at(ix, pin, npin, cand) == x ? pay_at(ix, cand) : NO_MATCH;
 	}
 }
 
@@ -1029,7 +1032,7 @@ grid_for(F kernel, int block, size_t smem, int blocks_per_sm, int *grid)
 	return cudaSuccess;
 }
 
-template <class KT, int NK, bool AOS>
+template <class KT, int NK, bool AOS, bool POS = false>
 static inline cudaError_t
 launch_point(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, uint64_t npin, cudaStream_t st)
 {
@@ -1040,7 +1043,7 @@ launch_point(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, 
 	/* a large pinned copy allows one block per SM: make it a big one */
 	if (smem > BIG_PIN)
 	{
-		auto		kern = k_point<KT, NK, AOS, 1024>;
+		auto		kern = k_point<KT, NK, AOS, 1024, POS>;
 
 		if ((e = grid_for(kern, 1024, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
 			return e;
@@ -1048,13 +1051,41 @@ launch_point(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, 
 	}
 	else
 	{
-		auto		kern = k_point<KT, NK, AOS, 256>;
+		auto		kern = k_point<KT, NK, AOS, 256, POS>;
 
 		if ((e = grid_for(kern, 256, smem, cfg.blocks_per_sm, &grid)) != cudaSuccess)
 			return e;
 		kern<<<grid, 256, smem, st>>>(ix, q, o.pay, npin, eytz_shape(ix.n, ix.k).full_levels);
 	}
 	return cudaGetLastError();
+}
+
+/* POINT kernel for any fan-out; POS: return the lower-bound slot, not the payload */
+template <class KT, bool POS>
+static inline cudaError_t
+launch_point_k(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg, uint64_t npin, cudaStream_t st)
+{
+	switch (ix.k)
+	{
+		case 2:
+			return ix.aos ? launch_point<KT, 1, true, POS>(ix, q, o, cfg, npin, st)
+				: launch_point<KT, 1, false, POS>(ix, q, o, cfg, npin, st);
+		case 3:
+			return ix.aos ? launch_point<KT, 2, true, POS>(ix, q, o, cfg, npin, st)
+				: launch_point<KT, 2, false, POS>(ix, q, o, cfg, npin, st);
+		case 5:
+			return ix.aos ? launch_point<KT, 4, true, POS>(ix, q, o, cfg, npin, st)
+				: launch_point<KT, 4, false, POS>(ix, q, o, cfg, npin, st);
+		case 9:
+			return ix.aos ? launch_point<KT, 8, true, POS>(ix, q, o, cfg, npin, st)
+				: launch_point<KT, 8, false, POS>(ix, q, o, cfg, npin, st);
+		case 17:
+			return ix.aos ? launch_point<KT, 16, true, POS>(ix, q, o, cfg, npin, st)
+				: launch_point<KT, 16, false, POS>(ix, q, o, cfg, npin, st);
+		default:
+			return ix.aos ? launch_point<KT, 32, true, POS>(ix, q, o, cfg, npin, st)
+				: launch_point<KT, 32, false, POS>(ix, q, o, cfg, npin, st);
+	}
 }
 
 template <class KT, int MODE, int NKC>
@@ -1125,29 +1156,7 @@ launch_lookup(const Idx<KT> &ix, const Qs<KT> &q, const Outs &o, const Cfg &cfg,
 			kern<<<grid, LSORT_BLOCK, smem, st>>>(ix, q, o, npin);
 		}
 		else if (MODE == MODE_POINT)
-		{
-			switch (ix.k)
-			{
-				case 2:
-					return ix.aos ? launch_point<KT, 1, true>(ix, q, o, cfg, npin, st)
-						: launch_point<KT, 1, false>(ix, q, o, cfg, npin, st);
-				case 3:
-					return ix.aos ? launch_point<KT, 2, true>(ix, q, o, cfg, npin, st)
-						: launch_point<KT, 2, false>(ix, q, o, cfg, npin, st);
-				case 5:
-					return ix.aos ? launch_point<KT, 4, true>(ix, q, o, cfg, npin, st)
-						: launch_point<KT, 4, false>(ix, q, o, cfg, npin, st);
-				case 9:
-					return ix.aos ? launch_point<KT, 8, true>(ix, q, o, cfg, npin, st)
-						: launch_point<KT, 8, false>(ix, q, o, cfg, npin, st);
-				case 17:
-					return ix.aos ? launch_point<KT, 16, true>(ix, q, o, cfg, npin, st)
-						: launch_point<KT, 16, false>(ix, q, o, cfg, npin, st);
-				default:
-					return ix.aos ? launch_point<KT, 32, true>(ix, q, o, cfg, npin, st)
-						: launch_point<KT, 32, false>(ix, q, o, cfg, npin, st);
-			}
-		}
+			return launch_point_k<KT, false>(ix, q, o, cfg, npin, st);
 		else
 		{
 			switch (ix.k)
@@ -1310,6 +1319,395 @@ reorder_chunked(Qs<KT> &q, KT mn, KT mx, Reorder r, uint64_t *comp_a, uint64_t *
 	q.cshift = r.bits + logc;
 	q.perm = NULL;
 	return cudaSuccess;
+}
+
+/* ===========================================================================
+ * Point fast paths (POINT mode, one result per query)
+ *
+ * 1. k_point_smem: the whole index's keys in shared memory (tiny indexes),
+ *    32-bit slot arithmetic, Q lookups per thread walked level by level so
+ *    that Q independent node reads are in flight per thread (ILP), payload
+ *    loads of all Q lookups issued before their stores.
+ * 2. sorted_point: globally sorted lookups.  CUB radix sort of (key, query
+ *    id) on the top key_bits significant bits only; the lookup kernel reads
+ *    the sorted keys coalesced, so neighbouring lanes walk neighbouring paths
+ *    and the deep levels and payloads stream from DRAM instead of costing a
+ *    random sector each; results go to a temporary in sorted order; a
+ *    one-pass radix partition of (query id, result) on the id's top
+ *    scatter_bits bits, then a scatter whose writes stay in a window of
+ *    nq / 2^scatter_bits results (L2 merges them into whole sectors).
+ *    scatter_bits = 0 writes out[id] directly from the lookup kernel (random
+ *    8-byte writes over the whole output: partial sectors to DRAM).
+ * ========================================================================= */
+
+static constexpr uint32_t NONE32 = 0xffffffffu;
+/* largest whole-index copy the shared-memory point kernel takes */
+static constexpr size_t SMEM_POINT_MAX = 200 * 1024;
+
+/* keys < x in one node of NK keys (node-aligned, whole nodes readable) */
+template <class KT, int NK>
+__device__ __forceinline__ uint32_t
+node_lt(const KT *p, KT x)
+{
+	uint32_t	lt = 0;
+
+	if (NK * sizeof(KT) >= 16)
+	{
+		constexpr int PER = 16 / sizeof(KT);
+
+#pragma unroll
+		for (int v = 0; v < (int) (NK * sizeof(KT) / 16); v++)
+		{
+			uint4		w = ((const uint4 *) p)[v];
+			KT			kk[PER];
+
+			memcpy(kk, &w, 16);
+#pragma unroll
+			for (int e = 0; e < PER; e++)
+				lt += kk[e] < x;
+		}
+	}
+	else
+	{
+#pragma unroll
+		for (int e = 0; e < NK; e++)
+			lt += p[e] < x;
+	}
+	return lt;
+}
+
+/* Slots of the shared-memory copy: n rounded up to whole nodes */
+template <class KT>
+static inline uint64_t
+smem_point_slots(const Idx<KT> &ix)
+{
+	uint64_t	nk = (uint64_t) 1 << ix.p;
+
+	return (ix.n + nk - 1) / nk * nk;
+}
+
+template <class KT>
+static inline bool
+smem_point_fits(const Idx<KT> &ix)
+{
+	return ix.n > 0 && smem_point_slots(ix) * sizeof(KT) <= SMEM_POINT_MAX;
+}
+
+template <class KT, int NK, int BLOCK, int Q>
+__global__ void __launch_bounds__(BLOCK, 1)
+k_point_smem(Idx<KT> ix, const KT *qk, uint64_t nq, uint64_t *out, uint32_t npad)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	KT		   *pin = (KT *) smem_raw;
+	const uint32_t n = (uint32_t) ix.n;
+	const uint64_t step = (uint64_t) gridDim.x * BLOCK * Q;
+
+	/* padding slots hold the largest key: never < x, so partial nodes need no count */
+	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
+		pin[t] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
+	__syncthreads();
+	for (uint64_t base = (uint64_t) blockIdx.x * BLOCK * Q + threadIdx.x; base < nq; base += step)
+	{
+		KT			x[Q];
+		uint32_t	s[Q],
+					cand[Q];
+		uint64_t	r[Q];
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = base + (uint64_t) u * BLOCK;
+
+			x[u] = j < nq ? qk[j] : (KT) 0;
+			s[u] = 0;
+			cand[u] = NONE32;
+		}
+		for (uint32_t l = 0; l < ix.levels; l++)
+		{
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+			{
+				if (s[u] < n)
+				{
+					uint32_t	lt = node_lt<KT, NK>(pin + s[u], x[u]);
+
+					if (lt < NK && s[u] + lt < n)
+						cand[u] = s[u] + lt;
+					s[u] = s[u] * (NK + 1) + (lt + 1) * NK;
+				}
+				else
+					s[u] = n;
+			}
+		}
+		/* all payload loads first, then the stores (the compiler must assume out may alias them) */
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = base + (uint64_t) u * BLOCK;
+
+			if (j < nq)
+				out[j] = r[u];
+		}
+	}
+}
+
+template <class KT, int NK, int Q>
+static inline cudaError_t
+launch_smem_nk(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, int blocks_per_sm, cudaStream_t st)
+{
+	uint64_t	npad = smem_point_slots(ix);
+	size_t		smem = npad * sizeof(KT);
+	int			grid = 0;
+	uint64_t	need;
+	cudaError_t e;
+
+	if (smem > BIG_PIN)
+	{
+		auto		kern = k_point_smem<KT, NK, 1024, Q>;
+
+		if ((e = grid_for(kern, 1024, smem, blocks_per_sm, &grid)) != cudaSuccess)
+			return e;
+		need = (nq + 1024 * Q - 1) / (1024 * Q);
+		if ((uint64_t) grid > need)
+			grid = (int) need;
+		kern<<<grid, 1024, smem, st>>>(ix, qk, nq, out, (uint32_t) npad);
+	}
+	else
+	{
+		auto		kern = k_point_smem<KT, NK, 256, Q>;
+
+		if ((e = grid_for(kern, 256, smem, blocks_per_sm, &grid)) != cudaSuccess)
+			return e;
+		need = (nq + 256 * Q - 1) / (256 * Q);
+		if ((uint64_t) grid > need)
+			grid = (int) need;
+		kern<<<grid, 256, smem, st>>>(ix, qk, nq, out, (uint32_t) npad);
+	}
+	return cudaGetLastError();
+}
+
+template <class KT, int Q>
+static inline cudaError_t
+launch_smem_q(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, int blocks_per_sm, cudaStream_t st)
+{
+	switch (ix.k)
+	{
+		case 2:
+			return launch_smem_nk<KT, 1, Q>(ix, qk, nq, out, blocks_per_sm, st);
+		case 3:
+			return launch_smem_nk<KT, 2, Q>(ix, qk, nq, out, blocks_per_sm, st);
+		case 5:
+			return launch_smem_nk<KT, 4, Q>(ix, qk, nq, out, blocks_per_sm, st);
+		case 9:
+			return launch_smem_nk<KT, 8, Q>(ix, qk, nq, out, blocks_per_sm, st);
+		case 17:
+			return launch_smem_nk<KT, 16, Q>(ix, qk, nq, out, blocks_per_sm, st);
+		default:
+			return launch_smem_nk<KT, 32, Q>(ix, qk, nq, out, blocks_per_sm, st);
+	}
+}
+
+/*
+ * Point lookups with the whole index in shared memory: out[j] = payload of
+ * qk[j] or NO_MATCH.  q_per_thread: 1, 2 or 4.  Needs smem_point_fits(ix).
+ */
+template <class KT>
+static inline cudaError_t
+launch_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, int q_per_thread,
+				  int blocks_per_sm, cudaStream_t st)
+{
+	if (nq == 0)
+		return cudaSuccess;
+	if (!smem_point_fits(ix))
+		return cudaErrorInvalidValue;
+	if (q_per_thread >= 4)
+		return launch_smem_q<KT, 4>(ix, qk, nq, out, blocks_per_sm, st);
+	if (q_per_thread == 2)
+		return launch_smem_q<KT, 2>(ix, qk, nq, out, blocks_per_sm, st);
+	return launch_smem_q<KT, 1>(ix, qk, nq, out, blocks_per_sm, st);
+}
+
+/* Workspace of sorted_point (nq each; temp of sorted_point_temp_bytes) */
+template <class KT>
+struct SortedWork
+{
+	KT		   *skeys;
+	uint32_t   *iota,
+			   *perm,
+			   *perm2;
+	uint64_t   *tmp,
+			   *pay2;
+	void	   *temp;
+	size_t		temp_bytes;
+};
+
+template <class KT>
+static inline cudaError_t
+sorted_point_temp_bytes(uint64_t nq, size_t *bytes)
+{
+	size_t		a = 0,
+				b = 0;
+	cudaError_t e;
+
+	if ((e = cub::DeviceRadixSort::SortPairs((void *) NULL, a, (const KT *) NULL, (KT *) NULL,
+											 (const uint32_t *) NULL, (uint32_t *) NULL, (int) nq, 0,
+											 (int) (8 * sizeof(KT)))) != cudaSuccess)
+		return e;
+	if ((e = cub::DeviceRadixSort::SortPairs((void *) NULL, b, (const uint32_t *) NULL, (uint32_t *) NULL,
+											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) nq, 0,
+											 32)) != cudaSuccess)
+		return e;
+	*bytes = a > b ? a : b;
+	return cudaSuccess;
+}
+
+template <class VT>
+__global__ void
+k_scatter(const uint32_t *idx, const VT *val, uint64_t n, VT *out)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride)
+		out[idx[j]] = val[j];
+}
+
+/* Step 1: w.skeys/w.perm := lo sorted on its top key_bits significant bits (of [mn, mx]) */
+template <class KT>
+static inline cudaError_t
+sorted_point_sort(const KT *lo, uint64_t nq, KT mn, KT mx, int key_bits, const SortedWork<KT> &w,
+				  bool iota_ready, cudaStream_t st)
+{
+	uint32_t	hb = bits_of((uint64_t) (KT) (mn ^ mx));
+	uint32_t	bb;
+	size_t		tb = w.temp_bytes;
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaSuccess;
+	if (hb == 0)
+		hb = 1;
+	bb = hb > (uint32_t) key_bits ? hb - (uint32_t) key_bits : 0;
+	if (!iota_ready)
+	{
+		k_iota<<<(unsigned) ((nq + 1023) / 1024 < 65535 ? (nq + 1023) / 1024 : 65535), 1024, 0, st>>>(w.iota, nq);
+		if ((e = cudaGetLastError()) != cudaSuccess)
+			return e;
+	}
+	return cub::DeviceRadixSort::SortPairs(w.temp, tb, lo, w.skeys, w.iota, w.perm, (int) nq, (int) bb, (int) hb,
+										   st);
+}
+
+/* Step 2: lookups in sorted order, to w.tmp (scatter_bits > 0) or straight to out[perm[j]] */
+template <class KT, bool POS>
+static inline cudaError_t
+sorted_point_lookup(const Idx<KT> &ix, uint64_t nq, uint64_t *out, const Cfg &cfg, int scatter_bits,
+					const SortedWork<KT> &w, cudaStream_t st)
+{
+	Qs<KT>		qs;
+	Outs		o = {scatter_bits != 0 ? w.tmp : out, NULL, NULL};
+
+	memset(&qs, 0, sizeof(qs));
+	qs.lo = w.skeys;
+	qs.nq = nq;
+	qs.perm = scatter_bits != 0 ? NULL : w.perm;
+	if (nq == 0)
+		return cudaSuccess;
+	return launch_point_k<KT, POS>(ix, qs, o, cfg, pin_slots(ix, cfg.pin_bytes), st);
+}
+
+/*
+ * Bucketed write-back: ids are a permutation of [0, nq), so after a partition
+ * on id >> SCATTER_TILE_LOG2 bucket b holds exactly the ids of out's tile b,
+ * at positions [b * TILE, (b + 1) * TILE).  A block places its tile in shared
+ * memory and writes it out whole: no scattered global writes at all.
+ */
+static constexpr int SCATTER_TILE_LOG2 = 11;
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+k_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out)
+{
+	constexpr uint32_t TILE = 1u << SCATTER_TILE_LOG2;
+	__shared__ uint64_t buf[TILE];
+
+	for (uint64_t b = blockIdx.x; b * TILE < n; b += gridDim.x)
+	{
+		uint64_t	base = b * TILE;
+		uint32_t	cnt = n - base < TILE ? (uint32_t) (n - base) : TILE;
+
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+			buf[idx[base + t] & (TILE - 1)] = val[base + t];
+		__syncthreads();
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+			out[base + t] = buf[t];
+		__syncthreads();
+	}
+}
+
+/*
+ * Step 3: out[perm[j]] := tmp[j].  scatter_bits > 0: a one-pass partition on
+ * the id's top scatter_bits bits, then a scatter inside windows of
+ * nq >> scatter_bits results.  scatter_bits < 0: partition on all id bits
+ * above SCATTER_TILE_LOG2, then whole tiles through shared memory.
+ */
+template <class KT>
+static inline cudaError_t
+sorted_point_scatter(uint64_t nq, uint64_t *out, int scatter_bits, const SortedWork<KT> &w, cudaStream_t st)
+{
+	uint32_t	b = bits_of(nq > 1 ? nq - 1 : 1);
+	uint32_t	bb = b > (uint32_t) scatter_bits ? b - (uint32_t) scatter_bits : 0;
+	size_t		tb = w.temp_bytes;
+	unsigned	g;
+	cudaError_t e;
+
+	if (nq == 0 || scatter_bits == 0)
+		return cudaSuccess;
+	if (scatter_bits < 0)
+	{
+		const uint32_t *id = w.perm;
+		const uint64_t *v = w.tmp;
+		uint64_t	tiles = (nq + (1u << SCATTER_TILE_LOG2) - 1) >> SCATTER_TILE_LOG2;
+
+		if (b > (uint32_t) SCATTER_TILE_LOG2)
+		{
+			if ((e = cub::DeviceRadixSort::SortPairs(w.temp, tb, w.perm, w.perm2, w.tmp, w.pay2, (int) nq,
+													 SCATTER_TILE_LOG2, (int) b, st)) != cudaSuccess)
+				return e;
+			id = w.perm2;
+			v = w.pay2;
+		}
+		k_tile_write<256><<<(unsigned) (tiles < 132 * 8 ? tiles : 132 * 8), 256, 0, st>>>(id, v, nq, out);
+		return cudaGetLastError();
+	}
+	if ((e = cub::DeviceRadixSort::SortPairs(w.temp, tb, w.perm, w.perm2, w.tmp, w.pay2, (int) nq, (int) bb,
+											 (int) b, st)) != cudaSuccess)
+		return e;
+	g = (unsigned) ((nq + 255) / 256 < 132 * 16 ? (nq + 255) / 256 : 132 * 16);
+	k_scatter<uint64_t><<<g, 256, 0, st>>>(w.perm2, w.pay2, nq, out);
+	return cudaGetLastError();
+}
+
+/*
+ * Globally sorted point lookups: out[i] = payload of lo[i] or NO_MATCH (POS:
+ * its lower-bound slot).  key_bits: significant key bits sorted on (16: two
+ * radix passes); scatter_bits: 8 (one partition pass), 0 = direct writes,
+ * -1 = partition into tiles of 2^SCATTER_TILE_LOG2 ids written whole.
+ */
+template <class KT, bool POS>
+static inline cudaError_t
+sorted_point(const Idx<KT> &ix, const KT *lo, uint64_t nq, uint64_t *out, const Cfg &cfg, KT mn, KT mx,
+			 int key_bits, int scatter_bits, const SortedWork<KT> &w, bool iota_ready, cudaStream_t st)
+{
+	cudaError_t e;
+
+	if ((e = sorted_point_sort<KT>(lo, nq, mn, mx, key_bits, w, iota_ready, st)) != cudaSuccess)
+		return e;
+	if ((e = sorted_point_lookup<KT, POS>(ix, nq, out, cfg, scatter_bits, w, st)) != cudaSuccess)
+		return e;
+	return sorted_point_scatter<KT>(nq, out, scatter_bits, w, st);
 }
 
 }								/* namespace eytzk */

@@ -43,8 +43,11 @@ struct EytzGpuIndex
 	uint64_t	q_cap;			/* queries the device query buffers hold */
 	void	   *d_lo,
 			   *d_hi;
-	uint64_t   *d_comp_a,		/* chunked global reordering */
+	uint64_t   *d_comp_a,		/* chunked global reordering; sorted points: tmp, pay2 */
 			   *d_comp_b;
+	uint32_t   *d_u32;			/* sorted points: iota, perm, perm2 (q_cap each) */
+	bool		iota_ok;		/* d_u32 holds 0..q_cap-1 */
+	bool		points_ok;		/* unique keys, no payload equal to EYTZGPU_NO_MATCH: point fast paths */
 	uint64_t   *d_cnt,
 			   *d_off,
 			   *d_first;
@@ -219,6 +222,7 @@ eytzgpu_free(EytzGpuIndex *h)
 		dfree(h->d_hi);
 		dfree(h->d_comp_a);
 		dfree(h->d_comp_b);
+		dfree(h->d_u32);
 		dfree(h->d_cnt);
 		dfree(h->d_off);
 		dfree(h->d_first);
@@ -290,6 +294,70 @@ grid1d(uint64_t n)
 	uint64_t	g = (n + 255) / 256;
 
 	return (unsigned) (g < 1 ? 1 : g > 65535 * 8 ? 65535 * 8 : g);
+}
+
+/*
+ * Point fast paths need unique keys (one match per point) and no payload
+ * equal to EYTZGPU_NO_MATCH (their miss marker).  Checked once per handle,
+ * on the sorted keys; a failure here only turns the fast paths off.
+ */
+template <class KT>
+__global__ void
+k_points_bad(const KT *sk, const uint64_t *sp, uint64_t n, unsigned *bad)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		if ((i + 1 < n && sk[i] == sk[i + 1]) || (sp && sp[i] == EYTZGPU_NO_MATCH))
+			*bad = 1;
+}
+
+/* Eytzinger keys back to sorted order (keys only) */
+template <class KT>
+__global__ void
+k_unpermute_keys(PermShape ps, const KT *ek, KT *sk)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < ps.n; t += stride)
+		sk[fast_rank(ps, t)] = ek[t];
+}
+
+/* sk sorted keys on the device (or NULL: ek, Eytzinger order, is unpermuted into a temporary) */
+template <class KT>
+static bool
+points_ok_check(const KT *sk, const KT *ek, const uint64_t *sp, uint64_t n, uint32_t k, cudaStream_t st)
+{
+	unsigned   *dbad = NULL;
+	unsigned	bad = 1;
+	KT		   *tmp = NULL;
+	bool		ok = false;
+
+	if (n == 0)
+		return true;
+	if (cudaMalloc((void **) &dbad, sizeof(unsigned)) != cudaSuccess)
+		goto out;
+	if (!sk)
+	{
+		if (cudaMalloc((void **) &tmp, n * sizeof(KT)) != cudaSuccess)
+			goto out;
+		k_unpermute_keys<KT><<<grid1d(n), 256, 0, st>>>(make_perm_shape(n, k), ek, tmp);
+		sk = tmp;
+	}
+	if (cudaMemsetAsync(dbad, 0, sizeof(unsigned), st) != cudaSuccess)
+		goto out;
+	k_points_bad<KT><<<grid1d(n), 256, 0, st>>>(sk, sp, n, dbad);
+	if (cudaMemcpyAsync(&bad, dbad, sizeof(unsigned), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+		cudaStreamSynchronize(st) != cudaSuccess)
+		goto out;
+	ok = bad == 0;
+out:
+	if (dbad)
+		cudaFree(dbad);
+	if (tmp)
+		cudaFree(tmp);
+	(void) cudaGetLastError();
+	return ok;
 }
 
 template <class KT>
@@ -461,6 +529,13 @@ upload_impl(EytzGpuIndex *h, const void *keys, const uint64_t *pays, uint32_t fl
 		CK(cudaMemcpyAsync(dp, pays, n * 8, cudaMemcpyHostToDevice, h->st));
 	}
 	host_minmax(keys, sizeof(KT), n, h->k, &h->minkey, &h->maxkey);
+	{
+		bool		pay_ok = true;
+
+		for (uint64_t i = 0; i < n && pay_ok; i++)
+			pay_ok = pays[i] != EYTZGPU_NO_MATCH;
+		h->points_ok = pay_ok && points_ok_check<KT>(NULL, (const KT *) dk, NULL, n, h->k, h->st);
+	}
 	rc = make_resident<KT>(h, flags, &dk, &dp, NULL, NULL, errbuf, errlen);
 done:
 	dfree(dk);
@@ -570,6 +645,7 @@ build_impl(int device, const void *keys, const uint64_t *pays, uint64_t n, uint3
 			CK(cudaMemcpy(&mx, sk + n - 1, sizeof(KT), cudaMemcpyDeviceToHost));
 			h->minkey = mn;
 			h->maxkey = mx;
+			h->points_ok = points_ok_check<KT>(sk, NULL, sp, n, k, st);
 			uint64_t   *vep = ep;
 
 			rc = make_resident<KT>(h, flags, &vek, &vep, sk, sp, errbuf, errlen);
@@ -720,7 +796,10 @@ ensure_queries(EytzGpuIndex *h, uint64_t nq, int kw, bool need_sort, char *errbu
 		dfree(h->d_off);
 		dfree(h->d_first);
 		h->d_lo = h->d_hi = NULL;
+		dfree(h->d_u32);
 		h->d_comp_a = h->d_comp_b = NULL;
+		h->d_u32 = NULL;
+		h->iota_ok = false;
 		h->d_cnt = h->d_off = h->d_first = NULL;
 		h->q_cap = 0;
 		CK(cudaMalloc(&h->d_lo, cap * kw));
@@ -735,6 +814,11 @@ ensure_queries(EytzGpuIndex *h, uint64_t nq, int kw, bool need_sort, char *errbu
 		CK(cudaMalloc((void **) &h->d_comp_a, h->q_cap * 8));
 		CK(cudaMalloc((void **) &h->d_comp_b, h->q_cap * 8));
 	}
+	if (need_sort && !h->d_u32)
+	{
+		CK(cudaMalloc((void **) &h->d_u32, h->q_cap * 3 * 4));
+		h->iota_ok = false;
+	}
 	/* CUB workspace: the larger of the scan and (if needed) the sort */
 	CK(cub::DeviceScan::ExclusiveSum(NULL, tb, (uint64_t *) NULL, (uint64_t *) NULL, (int) (h->q_cap + 1)));
 	if (need_sort)
@@ -742,6 +826,9 @@ ensure_queries(EytzGpuIndex *h, uint64_t nq, int kw, bool need_sort, char *errbu
 		size_t		sb = 0;
 
 		CK(reorder_chunked_temp(h->q_cap, &sb));
+		if (sb > tb)
+			tb = sb;
+		CK(kw == 4 ? sorted_point_temp_bytes<uint32_t>(h->q_cap, &sb) : sorted_point_temp_bytes<uint64_t>(h->q_cap, &sb));
 		if (sb > tb)
 			tb = sb;
 	}
@@ -829,6 +916,38 @@ static const uint32_t PIN_BYTES_SMALL = 200 * 1024;	/* whole (or nearly whole) i
 static const uint32_t PIN_BYTES_LARGE = 16 * 1024;
 /* chunked global reordering: 2^21 lookups a chunk, sorted on 16 key bits */
 static const Reorder REORDER_CHUNKS = {21, 16};
+/*
+ * Point fast paths (unique keys; measured on the H100, README): the whole
+ * index in shared memory with SMEM_Q lookups per thread; globally sorted
+ * lookups (sort on GSORT_KEY_BITS key bits, partition on GSORT_SCATTER_BITS
+ * query-id bits) for indexes of at least GSORT_MIN_KEY_BYTES of keys and
+ * batches of at least GSORT_MIN_BATCH.
+ */
+static const int SMEM_Q = 4;
+static const int GSORT_KEY_BITS = 16;
+static const int GSORT_SCATTER_BITS = 8;	/* the variant measured and tested on the H100 */
+static const uint64_t GSORT_MIN_KEY_BYTES = 1ull << 30;	/* won only at 2^28 32-bit keys (4.13 vs 4.25 ms) */
+static const uint64_t GSORT_MIN_BATCH = 1u << 20;
+
+/* CSR of point results (one match at most each): counts, then the fill */
+__global__ void
+k_point_counts(const uint64_t *first, uint64_t nq, uint64_t *cnt)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nq; i += stride)
+		cnt[i] = first[i] != EYTZGPU_NO_MATCH;
+}
+
+__global__ void
+k_point_fill(const uint64_t *first, const uint64_t *off, uint64_t nq, uint64_t *out)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nq; i += stride)
+		if (first[i] != EYTZGPU_NO_MATCH)
+			out[off[i]] = first[i];
+}
 
 template <class KT>
 static int
@@ -839,6 +958,9 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	uint32_t	strat = flags & EYTZGPU_STRAT_MASK;
 	uint32_t	reord = flags & EYTZGPU_REORDER_MASK;
 	uint32_t	pin = flags & EYTZGPU_PIN_MASK;
+	bool		all_auto = (flags & (EYTZGPU_STRAT_MASK | EYTZGPU_REORDER_MASK | EYTZGPU_PIN_MASK)) == 0;
+	int			ppath = 0;		/* point fast path: 1 = shared memory, 2 = globally sorted */
+	Idx<KT>		ixm;
 	bool		tiny = h->n * sizeof(KT) <= EBS_COPY_MAX_KEY_BYTES;
 	bool		have_ebs = h->k == 2 || h->d_ebs_keys;
 	uint64_t	pad_bytes = padded_slots(h->n, h->k, sizeof(KT)) * sizeof(KT);
@@ -875,6 +997,35 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 			strat = EYTZGPU_STRAT_EBS;
 		else
 			strat = EYTZGPU_STRAT_SINGLE;
+	}
+	/*
+	 * Point batches on unique keys: the fast paths (README) where they won on
+	 * the H100; an explicit global reordering of such points also takes the
+	 * sorted path (the chunked one stays for ranges and duplicate keys).
+	 */
+	ixm = make_idx<KT>(h->d_keys, h->d_pays, h->d_aos, h->n, h->k);
+	if (!hi && h->points_ok && nq > 0)
+	{
+		/* the binary copy (EBS) beat EKS in shared memory (README) */
+		if (h->k != 2 && h->d_ebs_keys)
+		{
+			Idx<KT>		ixe = make_idx<KT>(h->d_ebs_keys, h->d_ebs_pays, NULL, h->n, 2);
+
+			if (smem_point_fits(ixe))
+				ixm = ixe;
+		}
+		if (all_auto && smem_point_fits(ixm))
+			ppath = 1;
+		else if (all_auto && h->n * sizeof(KT) >= GSORT_MIN_KEY_BYTES && nq >= GSORT_MIN_BATCH)
+			ppath = 2;
+		else if (reord == EYTZGPU_REORDER_GLOBAL && strat != EYTZGPU_STRAT_GROUP)
+			ppath = 2;
+		if (ppath && all_auto)
+		{
+			strat = EYTZGPU_STRAT_SINGLE;
+			reord = ppath == 2 ? EYTZGPU_REORDER_GLOBAL : EYTZGPU_REORDER_NONE;
+			pin = ppath == 2 ? EYTZGPU_PIN_OFF : EYTZGPU_PIN_ON;
+		}
 	}
 	if (strat == EYTZGPU_STRAT_EBS && h->k != 2 && !h->d_ebs_keys)
 		strat = EYTZGPU_STRAT_SINGLE;
@@ -928,13 +1079,47 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, h->st));
 		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, h->st));
 	}
-	if (reord == EYTZGPU_REORDER_GLOBAL && nq > 0)
-		CK(reorder_chunked<KT>(q, (KT) h->minkey, (KT) h->maxkey, REORDER_CHUNKS, h->d_comp_a, h->d_comp_b,
-							   h->d_temp, h->temp_cap, h->st));
-	o.pay = NULL;
-	o.counts = h->d_cnt;
-	o.first = h->d_first;
-	CK((launch_lookup<KT, MODE_COUNT>(ix, q, o, cfg, h->st)));
+	if (ppath == 1)
+	{
+		/* one payload (or NO_MATCH) per point into d_first, then counts */
+		CK(launch_point_smem<KT>(ixm, q.lo, nq, h->d_first, SMEM_Q, 0, h->st));
+		k_point_counts<<<grid1d(nq), 256, 0, h->st>>>(h->d_first, nq, h->d_cnt);
+		CK(cudaGetLastError());
+	}
+	else if (ppath == 2)
+	{
+		SortedWork<KT> w;
+
+		w.skeys = (KT *) h->d_hi;	/* unused by points */
+		w.iota = h->d_u32;
+		w.perm = h->d_u32 + h->q_cap;
+		w.perm2 = h->d_u32 + 2 * h->q_cap;
+		w.tmp = h->d_comp_a;
+		w.pay2 = h->d_comp_b;
+		w.temp = h->d_temp;
+		w.temp_bytes = h->temp_cap;
+		if (!h->iota_ok)
+		{
+			/* ids 0..q_cap-1, made once per buffer size */
+			k_iota<<<grid1d(h->q_cap), 256, 0, h->st>>>(w.iota, h->q_cap);
+			CK(cudaGetLastError());
+			h->iota_ok = true;
+		}
+		CK((sorted_point<KT, false>(ix, q.lo, nq, h->d_first, cfg, (KT) h->minkey, (KT) h->maxkey,
+									GSORT_KEY_BITS, GSORT_SCATTER_BITS, w, true, h->st)));
+		k_point_counts<<<grid1d(nq), 256, 0, h->st>>>(h->d_first, nq, h->d_cnt);
+		CK(cudaGetLastError());
+	}
+	else
+	{
+		if (reord == EYTZGPU_REORDER_GLOBAL && nq > 0)
+			CK(reorder_chunked<KT>(q, (KT) h->minkey, (KT) h->maxkey, REORDER_CHUNKS, h->d_comp_a, h->d_comp_b,
+								   h->d_temp, h->temp_cap, h->st));
+		o.pay = NULL;
+		o.counts = h->d_cnt;
+		o.first = h->d_first;
+		CK((launch_lookup<KT, MODE_COUNT>(ix, q, o, cfg, h->st)));
+	}
 	CK(cudaMemsetAsync(h->d_cnt + nq, 0, 8, h->st));
 	{
 		size_t		tb = h->temp_cap;
@@ -957,7 +1142,14 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 			CK(cudaMemsetAsync(h->d_out, 0xFF, total * 8, h->st));
 		o.pay = h->d_out;
 		o.counts = h->d_off;
-		CK((launch_lookup<KT, MODE_FILL>(ix, q, o, cfg, h->st)));
+		o.first = h->d_first;
+		if (ppath)
+		{
+			k_point_fill<<<grid1d(nq), 256, 0, h->st>>>(h->d_first, h->d_off, nq, h->d_out);
+			CK(cudaGetLastError());
+		}
+		else
+			CK((launch_lookup<KT, MODE_FILL>(ix, q, o, cfg, h->st)));
 	}
 	CK(cudaEventRecord(h->ev[3], h->st));
 	CK(cudaMemcpyAsync(h->h_off, h->d_off, (nq + 1) * 8, cudaMemcpyDeviceToHost, h->st));

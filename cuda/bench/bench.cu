@@ -11,7 +11,7 @@
  * on stdout and in the file given by --csv, and a summary at the end.
  *
  *   eytz_bench [--csv FILE] [--quick] [sections...]
- *   sections: build lookup zipf sorted range dups u64 xfer (default: all)
+ *   sections: build lookup zipf sorted range dups u64 xfer (default: all), fast (only when named)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -918,6 +918,217 @@ run_lookup_sections(const std::vector<std::string> &secs, std::vector<int> sizes
 	cudaFree(q);
 }
 
+/*
+ * Section "fast": the point fast paths against thrust and the earlier best.
+ * smem_qQ: whole index in shared memory, Q lookups per thread.  gsortB_sS:
+ * CUB sort of (key, id) on the top B key bits, lookups in sorted order,
+ * results back through a one-pass partition on the id's top S bits and a
+ * local scatter (S = 0: direct writes out[id]).  The step rows time each
+ * step alone (on the data the full run left).  pos_*: POSITIONS ONLY (the
+ * lower-bound Eytzinger slot, no key or payload read), the analogue of
+ * thrust::lower_bound's position output.
+ */
+template <class KT>
+static void
+bench_fast(const std::vector<int> &sizes)
+{
+	uint64_t	nq = (uint64_t) 1 << (quick ? 22 : 25);
+	KT		   *q;
+	uint64_t   *out;
+	SortedWork<KT> sw;
+
+	CK(cudaMalloc(&q, nq * sizeof(KT)));
+	CK(cudaMalloc(&out, nq * 8));
+	CK(cudaMalloc(&sw.skeys, nq * sizeof(KT)));
+	CK(cudaMalloc(&sw.iota, nq * 4));
+	CK(cudaMalloc(&sw.perm, nq * 4));
+	CK(cudaMalloc(&sw.perm2, nq * 4));
+	CK(cudaMalloc(&sw.tmp, nq * 8));
+	CK(cudaMalloc(&sw.pay2, nq * 8));
+	CK(sorted_point_temp_bytes<KT>(nq, &sw.temp_bytes));
+	CK(cudaMalloc(&sw.temp, sw.temp_bytes));
+	for (int log2n : sizes)
+	{
+		uint64_t	n = (uint64_t) 1 << log2n;
+		Bench<KT>	b = make_bench<KT>(n, 1, true);
+		Idx<KT>		ix9 = idx_of(b, 9, false),
+					ix2 = idx_of(b, 2, false);
+		KT			mn,
+					mx;
+		Cfg			cfg = {ALGO_SINGLE, false, 16 * 1024, 0};
+		Cfg			cfg0 = {ALGO_SINGLE, false, 0, 0};
+		double		thr,
+					ms,
+					best = 1e30;
+		const char *bestname = "";
+		int			bits = 8 * (int) sizeof(KT);
+		auto		row = [&](const char *name, double t, bool payload) {
+			emit("fast", bits, log2n, name, (double) nq, t, t * 1e6 / nq, 0);
+			if (payload && t < best)
+			{
+				best = t;
+				bestname = name;
+			}
+		};
+		auto		check_pos = [&](const char *name) {
+			/* positions only: the slot's key must be the query (every benchmark query is present) */
+			std::vector<KT> hq(512);
+			int			bad = 0;
+
+			for (int s = 0; s < 512; s++)
+			{
+				uint64_t	i = (nq - 1) * (uint64_t) s / 511,
+							slot;
+				KT			kk = 0;
+
+				CK(cudaMemcpy(&hq[s], q + i, sizeof(KT), cudaMemcpyDeviceToHost));
+				CK(cudaMemcpy(&slot, out + i, 8, cudaMemcpyDeviceToHost));
+				if (slot >= n)
+				{
+					bad++;
+					continue;
+				}
+				CK(cudaMemcpy(&kk, b.ek9 + slot, sizeof(KT), cudaMemcpyDeviceToHost));
+				bad += kk != hq[s];
+			}
+			if (bad)
+			{
+				fprintf(stderr, "CHECK FAILED: %s: %d of 512 sampled positions wrong\n", name, bad);
+				exit(1);
+			}
+		};
+
+		CK(cudaMemcpy(&mn, b.sk, sizeof(KT), cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(&mx, b.sk + b.n - 1, sizeof(KT), cudaMemcpyDeviceToHost));
+		k_gen_uniform<KT><<<GEN_GRID, 256>>>(q, nq, b.sk, n, 5);
+		CK(cudaGetLastError());
+		thr = time_ms([&] {
+			thrust::lower_bound(thrust::device, b.sk, b.sk + b.n, q, q + nq, (uint32_t *) out);
+		});
+		row("thrust_lower_bound", thr, false);
+		CK(cudaMemset(out, 0xFF, nq * 8));
+		ms = time_ms([&] {
+			Qs<KT>		qs = {q, NULL, NULL, nq};
+			Outs		o = {out, NULL, NULL};
+
+			CK((launch_lookup<KT, MODE_POINT>(ix9, qs, o, cfg, 0)));
+		});
+		check_point(b, q, out, nq, "eks_single_soa_pin16k");
+		row("eks_single_soa_pin16k", ms, true);
+		if (smem_point_fits(ix9))
+		{
+			for (int qq : {1, 2, 4})
+			{
+				char		name[64];
+
+				snprintf(name, sizeof(name), "eks_smem_q%d", qq);
+				CK(cudaMemset(out, 0xFF, nq * 8));
+				ms = time_ms([&] { CK(launch_point_smem<KT>(ix9, q, nq, out, qq, 0, 0)); });
+				check_point(b, q, out, nq, name);
+				row(name, ms, true);
+			}
+			if (smem_point_fits(ix2))
+			{
+				CK(cudaMemset(out, 0xFF, nq * 8));
+				ms = time_ms([&] { CK(launch_point_smem<KT>(ix2, q, nq, out, 4, 0, 0)); });
+				check_point(b, q, out, nq, "ebs_smem_q4");
+				row("ebs_smem_q4", ms, true);
+			}
+		}
+		if (log2n >= 20)
+		{
+			struct
+			{
+				const char *name;
+				int			kb,
+							sb;
+			}			gv[] = {{"eks_gsort16_tiles", 16, -1}, {"eks_gsort16_s8", 16, 8}, {"eks_gsort8_s8", 8, 8},
+							   {"eks_gsort16_direct", 16, 0}, {"eks_gsort12_tiles", 12, -1}};
+
+			for (auto &g : gv)
+			{
+				CK(cudaMemset(out, 0xFF, nq * 8));
+				ms = time_ms([&] {
+					CK((sorted_point<KT, false>(ix9, q, nq, out, cfg0, mn, mx, g.kb, g.sb, sw, false, 0)));
+				});
+				check_point(b, q, out, nq, g.name);
+				row(g.name, ms, true);
+				if (g.kb == 16 && g.sb == -1)
+				{
+					ms = time_ms([&] { CK(sorted_point_scatter<KT>(nq, out, -1, sw, 0)); });
+					row("step_partition14_tile_write", ms, false);
+					ms = time_ms([&] {
+						k_tile_write<256><<<132 * 8, 256>>>(sw.perm2, sw.pay2, nq, out);
+					});
+					row("step_tile_write_only", ms, false);
+					ms = time_ms([&] {
+						size_t		tb = sw.temp_bytes;
+
+						CK(cub::DeviceRadixSort::SortPairs(sw.temp, tb, sw.perm, sw.perm2, sw.tmp, sw.pay2, (int) nq,
+														   17, 25, 0));
+					});
+					row("step_cub_pairs_u32u64_8bits_only", ms, false);
+					ms = time_ms([&] {
+						k_scatter<uint64_t><<<132 * 16, 256>>>(sw.perm2, sw.pay2, nq, out);
+					});
+					row("step_window_scatter_only", ms, false);
+					CK(cudaMemset(out, 0xFF, nq * 8));
+					CK((sorted_point<KT, false>(ix9, q, nq, out, cfg0, mn, mx, 16, -1, sw, false, 0)));
+					check_point(b, q, out, nq, "steps_tiles");
+				}
+				if (g.kb == 16 && g.sb == 8)
+				{
+					/* the steps alone (buffers hold the full run's data) */
+					ms = time_ms([&] { CK(sorted_point_sort<KT>(q, nq, mn, mx, 16, sw, false, 0)); });
+					row("step_sort16_iota", ms, false);
+					ms = time_ms([&] { CK((sorted_point_lookup<KT, false>(ix9, nq, out, cfg0, 8, sw, 0))); });
+					row("step_lookup_sorted16", ms, false);
+					ms = time_ms([&] { CK(sorted_point_scatter<KT>(nq, out, 8, sw, 0)); });
+					row("step_partition8_scatter", ms, false);
+					ms = time_ms([&] { CK((sorted_point_lookup<KT, false>(ix9, nq, out, cfg0, 0, sw, 0))); });
+					row("step_lookup_sorted16_direct_writes", ms, false);
+					CK(cudaMemset(out, 0xFF, nq * 8));
+					CK((sorted_point<KT, false>(ix9, q, nq, out, cfg0, mn, mx, 16, 8, sw, false, 0)));
+					check_point(b, q, out, nq, "steps");
+				}
+			}
+			/* POSITIONS ONLY: lower-bound slot, no payload (compare with thrust's positions) */
+			CK(cudaMemset(out, 0xFF, nq * 8));
+			ms = time_ms([&] {
+				Qs<KT>		qs = {q, NULL, NULL, nq};
+				Outs		o = {out, NULL, NULL};
+
+				CK((launch_point_k<KT, true>(ix9, qs, o, cfg, pin_slots(ix9, cfg.pin_bytes), 0)));
+			});
+			check_pos("pos_eks_single_soa_pin16k");
+			row("pos_eks_single_soa_pin16k", ms, false);
+			CK(cudaMemset(out, 0xFF, nq * 8));
+			ms = time_ms([&] {
+				CK((sorted_point<KT, true>(ix9, q, nq, out, cfg0, mn, mx, 16, -1, sw, false, 0)));
+			});
+			check_pos("pos_eks_gsort16_tiles");
+			row("pos_eks_gsort16_tiles", ms, false);
+		}
+		{
+			char		s[300];
+
+			snprintf(s, sizeof(s), "fast    %2d-bit n=2^%-2d thrust %.3f ms, best payload path %s %.3f ms (%.2fx)",
+					 bits, log2n, thr, bestname, best, thr / best);
+			summary.push_back(s);
+		}
+		free_bench(b);
+	}
+	cudaFree(q);
+	cudaFree(out);
+	cudaFree(sw.skeys);
+	cudaFree(sw.iota);
+	cudaFree(sw.perm);
+	cudaFree(sw.perm2);
+	cudaFree(sw.tmp);
+	cudaFree(sw.pay2);
+	cudaFree(sw.temp);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -972,6 +1183,8 @@ main(int argc, char **argv)
 	if (on(secs, "lookup") || on(secs, "zipf") || on(secs, "sorted") || on(secs, "range"))
 		run_lookup_sections<uint32_t>(secs, quick ? std::vector<int>{15, 20, 24}
 									  : std::vector<int>{15, 18, 21, 24, 26, 28});
+	if (!secs.empty() && on(secs, "fast"))
+		bench_fast<uint32_t>(quick ? std::vector<int>{15, 20, 24} : std::vector<int>{15, 21, 24, 26, 28});
 	if (on(secs, "dups"))
 		bench_dups<uint32_t>(quick ? 22 : 26);
 	if (on(secs, "u64"))

@@ -419,6 +419,127 @@ test_point_kernels(const Data &d, bool quick)
 		if (ok)
 			passed++;
 	}
+	/*
+	 * Point fast paths: whole index in shared memory (1, 2, 4 lookups per
+	 * thread; SoA and AoS), globally sorted lookups (payloads: partition +
+	 * scatter and direct writes; positions only), poisoned outputs.
+	 */
+	{
+		SortedWork<KT> sw;
+		bool		okw = true;
+
+		memset(&sw, 0, sizeof(sw));
+		if (sorted_point_temp_bytes<KT>(nq, &sw.temp_bytes) || cudaMalloc(&sw.skeys, nq * sizeof(KT)) ||
+			cudaMalloc(&sw.iota, nq * 4) || cudaMalloc(&sw.perm, nq * 4) || cudaMalloc(&sw.perm2, nq * 4) ||
+			cudaMalloc(&sw.tmp, nq * 8) || cudaMalloc(&sw.pay2, nq * 8) || cudaMalloc(&sw.temp, sw.temp_bytes))
+		{
+			FAIL("point fast paths: cudaMalloc");
+			okw = false;
+		}
+		/* 0-2: smem q 1/2/4 SoA, 3: smem q4 AoS, 4-6: sorted payloads, 7-8: positions only */
+		for (int f = 0; okw && f < 9; f++)
+		{
+			Idx<KT>		ix;
+			EytzShape	sh = eytz_shape(n, d.k);
+			Cfg			cfg = {ALGO_SINGLE, false, (uint32_t) (f == 6 ? 16 * 1024 : 0), 0};
+			KT			mn = n ? (KT) d.sk[0] : 0,
+						mx = n ? (KT) d.sk[n - 1] : 0;
+			bool		pos = f >= 7;
+			cudaError_t e = cudaSuccess;
+			bool		ok = true;
+
+			memset(&ix, 0, sizeof(ix));
+			ix.n = n;
+			ix.k = d.k;
+			while ((1u << ix.p) < d.k - 1)
+				ix.p++;
+			ix.levels = sh.levels;
+			ix.tp = tp;
+			ix.tile_bytes = tb;
+			if (f == 3 || f == 5)
+				ix.aos = daos;
+			else
+			{
+				ix.keys = dk;
+				ix.pays = dp;
+			}
+			if (f <= 3 && !smem_point_fits(ix))
+				continue;
+			cudaMemset(dout, 0xAB, nq * 8);
+			if (f <= 3)
+				e = launch_point_smem<KT>(ix, dq, nq, dout, f == 3 ? 4 : 1 << f, 0, 0);
+			else if (f == 4)
+				e = sorted_point<KT, false>(ix, dq, nq, dout, cfg, mn, mx, 16, quick ? 8 : -1, sw, false, 0);
+			else if (f == 5)
+				e = sorted_point<KT, false>(ix, dq, nq, dout, cfg, mn, mx, 8, 0, sw, false, 0);
+			else if (f == 6)
+				e = sorted_point<KT, false>(ix, dq, nq, dout, cfg, mn, mx, 12, 5, sw, false, 0);
+			else if (f == 7)
+			{
+				Qs<KT>		qs = {dq, NULL, NULL, nq};
+				Outs		o = {dout, NULL, NULL};
+
+				e = launch_point_k<KT, true>(ix, qs, o, cfg, 0, 0);
+			}
+			else
+				e = sorted_point<KT, true>(ix, dq, nq, dout, cfg, mn, mx, 16, -1, sw, false, 0);
+			if (e == cudaSuccess)
+				e = cudaDeviceSynchronize();
+			if (e != cudaSuccess)
+			{
+				FAIL("point fast path %d: %s", f, cudaGetErrorString(e));
+				continue;
+			}
+			cudaMemcpy(out.data(), dout, nq * 8, cudaMemcpyDeviceToHost);
+			for (uint64_t i = 0; i < nq && ok; i++)
+			{
+				uint64_t	first,
+							c = eytzref_sorted_range(d.sk.data(), n, lo[i], lo[i], &first);
+
+				if (pos)
+				{
+					/* the lower-bound slot: its key is the smallest key >= the query */
+					uint64_t	lb = 0,
+								hi2 = n;
+
+					while (lb < hi2)
+					{
+						uint64_t	mid = (lb + hi2) / 2;
+
+						if ((KT) d.sk[mid] < (KT) lo[i])
+							lb = mid + 1;
+						else
+							hi2 = mid;
+					}
+					if (lb == n)
+						ok = out[i] == NO_MATCH;
+					else
+						ok = out[i] < n && (KT) d.ek[out[i]] == (KT) d.sk[lb];
+				}
+				else if (c == 0)
+					ok = out[i] == NO_MATCH;
+				else
+				{
+					ok = false;
+					for (uint64_t r = first; r < first + c; r++)
+						if (d.sp[r] == out[i])
+							ok = true;
+				}
+				if (!ok)
+					FAIL("point fast path %d: n=%llu k=%u kw=%d query %llu got %llx", f, (unsigned long long) n,
+						 d.k, d.kw, (unsigned long long) i, (unsigned long long) out[i]);
+			}
+			if (ok)
+				passed++;
+		}
+		cudaFree(sw.skeys);
+		cudaFree(sw.iota);
+		cudaFree(sw.perm);
+		cudaFree(sw.perm2);
+		cudaFree(sw.tmp);
+		cudaFree(sw.pay2);
+		cudaFree(sw.temp);
+	}
 	cudaFree(dk);
 	cudaFree(dp);
 	cudaFree(dsk);
