@@ -113,15 +113,6 @@ eytz_level_of(uint64_t t, uint32_t k)
 	return l;
 }
 
-/* First slot of the node that holds slot t */
-EYTZ_HD uint64_t
-eytz_node_start(uint64_t t, uint32_t k)
-{
-	uint64_t	ls = eytz_level_start(eytz_level_of(t, k), k);
-
-	return t - (t - ls) % (k - 1);
-}
-
 /* First slot of child j of the node that starts at slot s */
 EYTZ_HD uint64_t
 eytz_child(uint64_t s, uint32_t j, uint32_t k)

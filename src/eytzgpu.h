@@ -159,13 +159,8 @@ typedef struct EytzLayoutImage
 {
 	EytzMetaPageData meta;
 	void	   *keys;			/* nentries keys of meta.key_width bytes */
-	uint64	   *tids;			/* packed TIDs, EYTZ_DEAD_TID for tombstones */
-	EytzPendingEntry *pending;	/* meta.npending entries at load time */
-	uint64		npending;
+	uint64	   *tids;			/* packed TIDs; tombstones have an invalid block */
 } EytzLayoutImage;
-
-/* packed TID of a tombstone: an invalid ItemPointer */
-#define EYTZ_DEAD_TID	(((uint64) InvalidBlockNumber) << 16)
 
 /* eytzutils.c */
 extern void _PG_init(void);
@@ -210,17 +205,9 @@ extern BlockNumber eytz_write_layout(Relation index, EytzPairs *pairs,
 extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);
 
 /* eytzsearch.c */
-extern void eytz_search_layout(Relation index, const EytzMetaPageData *meta,
-							   const EytzRange *ranges, int nranges,
-							   ItemPointerData **tids, int64 *ntids,
-							   int64 *ncap);
 extern bool eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 							  EytzPendingEntry **entries, uint64 *n,
 							  BlockNumber **blocks, int *nblocks);
-extern void eytz_search_pending(Relation index, const EytzMetaPageData *meta,
-								const EytzRange *ranges, int nranges,
-								ItemPointerData **tids, int64 *ntids,
-								int64 *ncap);
 extern void eytz_collect_tids(Relation index, const EytzRange *ranges,
 							  int nranges, ItemPointerData **tids,
 							  int64 *ntids);

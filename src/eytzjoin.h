@@ -52,7 +52,7 @@ typedef struct EytzImage
 	Oid			indexoid;
 	Oid			relfilenode;
 	uint64		generation;
-	EytzLayoutImage img;		/* pending part unused here */
+	EytzLayoutImage img;
 	Size		bytes;
 	int			refcount;
 	bool		cached;			/* still linked into the cache */

@@ -158,7 +158,7 @@ search_range(LayoutReader *lr, uint64 lo, uint64 hi, TidSink *sink)
 }
 
 /* Append the TIDs of layout entries within the ranges */
-void
+static void
 eytz_search_layout(Relation index, const EytzMetaPageData *meta,
 				   const EytzRange *ranges, int nranges,
 				   ItemPointerData **tids, int64 *ntids, int64 *ncap)
@@ -276,7 +276,7 @@ eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 }
 
 /* Append the TIDs of pending entries within the ranges */
-void
+static void
 eytz_search_pending(Relation index, const EytzMetaPageData *meta,
 					const EytzRange *ranges, int nranges,
 					ItemPointerData **tids, int64 *ntids, int64 *ncap)
