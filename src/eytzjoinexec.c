@@ -576,6 +576,21 @@ project(EytzJoinState *st)
 	return ExecProject(proj);
 }
 
+/* The pushed-down quals on a joined (or null-extended) row */
+static bool
+other_quals_pass(EytzJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+
+	if (st->otherqual && !ExecQual(st->otherqual, econtext))
+	{
+		InstrCountFiltered2(&st->css, 1);
+		ResetExprContext(econtext);
+		return false;
+	}
+	return true;
+}
+
 static TupleTableSlot *
 eytz_join_exec(CustomScanState *node)
 {
@@ -643,12 +658,8 @@ eytz_join_exec(CustomScanState *node)
 					st->matched[row] = true;
 					if (st->jointype == JOIN_ANTI)
 						continue;
-					if (st->otherqual && !ExecQual(st->otherqual, econtext))
-					{
-						InstrCountFiltered2(node, 1);
-						ResetExprContext(econtext);
+					if (!other_quals_pass(st))
 						continue;
-					}
 					return project(st);
 				}
 				table_index_fetch_reset(st->fetch);
@@ -665,12 +676,8 @@ eytz_join_exec(CustomScanState *node)
 					if (st->matched[row])
 						continue;
 					econtext->ecxt_scantuple = store_row(st, row, true);
-					if (st->otherqual && !ExecQual(st->otherqual, econtext))
-					{
-						InstrCountFiltered2(node, 1);
-						ResetExprContext(econtext);
+					if (!other_quals_pass(st))
 						continue;
-					}
 					return project(st);
 				}
 				st->phase = PHASE_FILL;
