@@ -14,7 +14,11 @@
  *	             block-local reordering of the lookup keys, hybrid coalesced
  *	             scanning of long per-level runs (paper section 5.1);
  *	- k_group:   EKS group, k - 1 lanes per lookup with warp ballots;
- *	- k_bs:      text-book binary search on the sorted array (baseline).
+ *	- k_bs:      text-book binary search on the sorted array (baseline);
+ *	- point fast paths: k_point_smem (whole index in shared memory) and
+ *	  sorted_point (globally sorted lookups; k_point_part partitions its
+ *	  results for k_cluster_tile_write, which writes them back in query order
+ *	  through a cluster's distributed shared memory).
  * Each lookup kernel runs in one of three modes: POINT (one payload per query,
  * the paper's benchmark), COUNT (matches per query + first payload) and FILL
  * (write all matches at the query's CSR offset).
@@ -24,6 +28,7 @@
 
 #include <stdint.h>
 #include <cub/cub.cuh>
+#include <cooperative_groups.h>
 
 #include "eytz_layout.h"
 
@@ -524,12 +529,88 @@ k_single(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 	}
 }
 
+/* keys < x in one node of NK keys (node-aligned, whole nodes readable) */
+template <class KT, int NK>
+__device__ __forceinline__ uint32_t
+node_lt(const KT *p, KT x)
+{
+	uint32_t	lt = 0;
+
+	if (NK * sizeof(KT) >= 16)
+	{
+		constexpr int PER = 16 / sizeof(KT);
+
+#pragma unroll
+		for (int v = 0; v < (int) (NK * sizeof(KT) / 16); v++)
+		{
+			uint4		w = ((const uint4 *) p)[v];
+			KT			kk[PER];
+
+			memcpy(kk, &w, 16);
+#pragma unroll
+			for (int e = 0; e < PER; e++)
+				lt += kk[e] < x;
+		}
+	}
+	else
+	{
+#pragma unroll
+		for (int e = 0; e < NK; e++)
+			lt += p[e] < x;
+	}
+	return lt;
+}
+
+/* Node at slot s: the pinned copy, an AoS tile or the SoA keys */
+template <class KT, bool AOS>
+__device__ __forceinline__ const KT *
+node_at(const Idx<KT> &ix, const KT *pin, uint64_t npin, uint64_t s)
+{
+	if (s < npin)
+		return pin + s;
+	if (AOS)
+		return (const KT *) (ix.aos + (s >> ix.tp) * ix.tile_bytes) + (s & ((1u << ix.tp) - 1));
+	return ix.keys + s;
+}
+
 /*
- * Point lookups, one thread each, node size fixed at compile time: the
- * paper's measure (one payload or NO_MATCH per query).  No early exit: every
- * lookup walks all levels (uniform warps); the deepest node holding the key
- * gives the payload.  perm: globally sorted lookups, result to query perm[j].
+ * One point lookup, node size fixed at compile time: the paper's measure (one
+ * payload or NO_MATCH; POS: the lower-bound slot, no key or payload read).  No
+ * early exit: every lookup walks all levels (uniform warps); the deepest node
+ * holding a key >= x gives the candidate, checked for equality at the end.
+ * Full levels need no bounds checks.
  */
+template <class KT, int NK, bool AOS, bool POS>
+__device__ __forceinline__ uint64_t
+point_one(const Idx<KT> &ix, const KT *pin, uint64_t npin, uint32_t full_levels, KT x)
+{
+	uint64_t	s = 0,
+				cand = NO_MATCH;
+	uint32_t	l;
+
+	for (l = 0; l < full_levels; l++)
+	{
+		uint32_t	lt = node_lt<KT, NK>(node_at<KT, AOS>(ix, pin, npin, s), x);
+		if (lt < NK)
+			cand = s + lt;
+		s = s * (NK + 1) + (uint64_t) (lt + 1) * NK;
+	}
+	if (l < ix.levels && s < ix.n)
+	{
+		/* the partial bottom level */
+		uint32_t	cnt = ix.n - s < NK ? (uint32_t) (ix.n - s) : NK,
+					lt,
+					inr;
+		node_count(node_at<KT, AOS>(ix, pin, npin, s), NK, cnt, x, x, lt, inr);
+		if (lt < cnt)
+			cand = s + lt;
+	}
+	if (POS)
+		return cand;
+	return cand != NO_MATCH && key_at(ix, pin, npin, cand) == x ? pay_at(ix, cand) : NO_MATCH;
+}
+
+/* Point lookups, one thread each; perm: globally sorted lookups, result to query perm[j] */
 template <class KT, int NK, bool AOS, int BLOCK, bool POS = false>
 __global__ void __launch_bounds__(BLOCK)
 k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels)
@@ -543,74 +624,9 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 	{
 		uint64_t	i;
 		KT			x;
-		uint64_t	s = 0,
-					cand = NO_MATCH;
-		uint32_t	l;
 
 		get_query(q, j, i, x);
-		/*
-		 * Only count keys < x per node; the lower bound is the deepest
-		 * node position with a key >= x, checked for equality at the end.
-		 * Full levels need no bounds checks.
-		 */
-		for (l = 0; l < full_levels; l++)
-		{
-			const KT   *p;
-			uint32_t	lt = 0;
-
-			if (s < npin)
-				p = pin + s;
-			else if (AOS)
-				p = (const KT *) (ix.aos + (s >> ix.tp) * ix.tile_bytes) + (s & ((1u << ix.tp) - 1));
-			else
-				p = ix.keys + s;
-			if (NK * sizeof(KT) >= 16)
-			{
-				constexpr int PER = 16 / sizeof(KT);
-#pragma unroll
-				for (int v = 0; v < (int) (NK * sizeof(KT) / 16); v++)
-				{
-					uint4		w = ((const uint4 *) p)[v];
-					KT			kk[PER];
-
-					memcpy(kk, &w, 16);
-#pragma unroll
-					for (int e = 0; e < PER; e++)
-						lt += kk[e] < x;
-				}
-			}
-			else
-			{
-#pragma unroll
-				for (int e = 0; e < NK; e++)
-					lt += p[e] < x;
-			}
-			if (lt < NK)
-				cand = s + lt;
-			s = s * (NK + 1) + (uint64_t) (lt + 1) * NK;
-		}
-		if (l < ix.levels && s < ix.n)
-		{
-			/* the partial bottom level */
-			uint32_t	cnt = ix.n - s < NK ? (uint32_t) (ix.n - s) : NK,
-						lt,
-						inr;
-			const KT   *p;
-
-			if (s < npin)
-				p = pin + s;
-			else if (AOS)
-				p = (const KT *) (ix.aos + (s >> ix.tp) * ix.tile_bytes) + (s & ((1u << ix.tp) - 1));
-			else
-				p = ix.keys + s;
-			node_count(p, NK, cnt, x, x, lt, inr);
-			if (lt < cnt)
-				cand = s + lt;
-		}
-		if (POS)
-			out[i] = cand;		/* lower-bound slot (positions only: no key or payload read) */
-		else
-			out[i] = cand != NO_MATCH && key_at(ix, pin, npin, cand) == x ? pay_at(ix, cand) : NO_MATCH;
+		out[i] = point_one<KT, NK, AOS, POS>(ix, pin, npin, full_levels, x);
 	}
 }
 
@@ -1337,44 +1353,13 @@ reorder_chunked(Qs<KT> &q, KT mn, KT mx, Reorder r, uint64_t *comp_a, uint64_t *
  *    scatter_bits bits, then a scatter whose writes stay in a window of
  *    nq / 2^scatter_bits results (L2 merges them into whole sectors).
  *    scatter_bits = 0 writes out[id] directly from the lookup kernel (random
- *    8-byte writes over the whole output: partial sectors to DRAM).
+ *    8-byte writes over the whole output: partial sectors to DRAM); -1, -2
+ *    and -3 write whole tiles (below: the fastest).
  * ========================================================================= */
 
 static constexpr uint32_t NONE32 = 0xffffffffu;
 /* largest whole-index copy the shared-memory point kernel takes */
 static constexpr size_t SMEM_POINT_MAX = 200 * 1024;
-
-/* keys < x in one node of NK keys (node-aligned, whole nodes readable) */
-template <class KT, int NK>
-__device__ __forceinline__ uint32_t
-node_lt(const KT *p, KT x)
-{
-	uint32_t	lt = 0;
-
-	if (NK * sizeof(KT) >= 16)
-	{
-		constexpr int PER = 16 / sizeof(KT);
-
-#pragma unroll
-		for (int v = 0; v < (int) (NK * sizeof(KT) / 16); v++)
-		{
-			uint4		w = ((const uint4 *) p)[v];
-			KT			kk[PER];
-
-			memcpy(kk, &w, 16);
-#pragma unroll
-			for (int e = 0; e < PER; e++)
-				lt += kk[e] < x;
-		}
-	}
-	else
-	{
-#pragma unroll
-		for (int e = 0; e < NK; e++)
-			lt += p[e] < x;
-	}
-	return lt;
-}
 
 /* Slots of the shared-memory copy: n rounded up to whole nodes */
 template <class KT>
@@ -1530,6 +1515,270 @@ launch_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, i
 	return launch_smem_q<KT, 1>(ix, qk, nq, out, blocks_per_sm, st);
 }
 
+/* ids per tile of the bucketed write-back (k_tile_write) */
+static constexpr int SCATTER_TILE_LOG2 = 11;
+
+/*
+ * Cluster tile write (Hopper): a tile of 2^CTILE_LOG2 ids is spread over the
+ * shared memory of a cluster of CTILE_CLUSTER blocks (2^CTILE_SLICE_LOG2
+ * results, 128 KB, each); every block places its slice of the tile's pairs
+ * into the owner's shared memory (distributed shared memory), then writes its
+ * own slice out whole.  64x larger tiles than k_tile_write: one partition
+ * pass over the ids fewer.
+ */
+static constexpr int CTILE_SLICE_LOG2 = 14;
+static constexpr int CTILE_CLUSTER = 8;	/* the portable cluster size maximum */
+static constexpr int CTILE_LOG2 = CTILE_SLICE_LOG2 + 3;
+static constexpr int CTILE_BLOCK = 1024;
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+k_cluster_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	constexpr uint32_t SLICE = 1u << CTILE_SLICE_LOG2;
+	uint64_t   *buf = (uint64_t *) smem_raw;
+	cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+	uint32_t	r = cl.block_rank();
+	uint64_t	nclusters = gridDim.x / CTILE_CLUSTER;
+
+	/* every block of the cluster must run before others write its shared memory */
+	cl.sync();
+	/* the loop is uniform over a cluster (consecutive blocks share c) */
+	for (uint64_t c = blockIdx.x / CTILE_CLUSTER; (c << CTILE_LOG2) < n; c += nclusters)
+	{
+		uint64_t	s0 = (c << CTILE_LOG2) + ((uint64_t) r << CTILE_SLICE_LOG2);
+		uint32_t	cnt = s0 >= n ? 0 : n - s0 < SLICE ? (uint32_t) (n - s0) : SLICE;
+
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+		{
+			uint32_t	i = idx[s0 + t];
+			uint64_t   *dst = cl.map_shared_rank(buf, (i >> CTILE_SLICE_LOG2) & (CTILE_CLUSTER - 1));
+
+			dst[i & (SLICE - 1)] = val[s0 + t];
+		}
+		cl.sync();
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+			out[s0 + t] = buf[t];
+		cl.sync();
+	}
+#endif
+}
+
+/* Whether the current device has thread block clusters (compute capability 9.0+) */
+static inline bool
+have_clusters(void)
+{
+	int			dev,
+				major = 0;
+
+	return cudaGetDevice(&dev) == cudaSuccess &&
+		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
+}
+
+/* out[idx[j]] := val[j] where idx is partitioned on id >> CTILE_LOG2 (needs have_clusters()) */
+static inline cudaError_t
+cluster_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out, cudaStream_t st)
+{
+	auto		kern = k_cluster_tile_write<CTILE_BLOCK>;
+	size_t		smem = (size_t) 8 << CTILE_SLICE_LOG2;
+	uint64_t	tiles = (n + (1u << CTILE_LOG2) - 1) >> CTILE_LOG2;
+	cudaLaunchConfig_t lc = {};
+	cudaLaunchAttribute at[1];
+	int			nclusters = 0;
+	cudaError_t e;
+
+	if (n == 0)
+		return cudaSuccess;
+	if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem)) != cudaSuccess)
+		return e;
+	at[0].id = cudaLaunchAttributeClusterDimension;
+	at[0].val.clusterDim.x = CTILE_CLUSTER;
+	at[0].val.clusterDim.y = 1;
+	at[0].val.clusterDim.z = 1;
+	lc.blockDim = dim3(CTILE_BLOCK);
+	lc.dynamicSmemBytes = smem;
+	lc.stream = st;
+	lc.attrs = at;
+	lc.numAttrs = 1;
+	lc.gridDim = dim3(CTILE_CLUSTER * 1024);
+	if ((e = cudaOccupancyMaxActiveClusters(&nclusters, kern, &lc)) != cudaSuccess)
+		return e;
+	if (nclusters < 1)
+		return cudaErrorInvalidConfiguration;
+	if ((uint64_t) nclusters > tiles)
+		nclusters = (int) tiles;
+	lc.gridDim = dim3(CTILE_CLUSTER * nclusters);
+	return cudaLaunchKernelEx(&lc, kern, idx, val, n, out);
+}
+
+/*
+ * Fused write-back (scatter_bits = -2).  The ids are a permutation of
+ * [0, nq), so a partition of the (id, result) pairs on id >> CTILE_LOG2 has
+ * bucket b at [b << CTILE_LOG2, (b + 1) << CTILE_LOG2) without a histogram
+ * pass, and the order inside a bucket is free (the tile write places by id).
+ * The lookup kernel partitions its own results: a block ranks the pairs of
+ * its chunk by bucket in shared memory, reserves each bucket's run with one
+ * atomic on the bucket's cursor and writes the runs out coalesced, so no
+ * results in sorted order go through memory; the cluster tile write finishes.
+ * Up to 2^PART_MAX_BITS buckets (nq <= 2^25); larger batches use the CUB
+ * partition (scatter_bits = -3).
+ */
+static constexpr int PART_MAX_BITS = 8;	/* one bucket counter per thread of a block */
+static constexpr int PART_BLOCK = 256;
+static constexpr int PART_ITEMS = 4;	/* lookups per thread in a chunk */
+
+/* bits of the bucket (id >> CTILE_LOG2) */
+static inline uint32_t
+part_bits(uint64_t nq)
+{
+	uint32_t	b = bits_of(nq > 1 ? nq - 1 : 1);
+
+	return b > (uint32_t) CTILE_LOG2 ? b - (uint32_t) CTILE_LOG2 : 0;
+}
+
+template <int BLOCK, int ITEMS>
+struct PartSmem
+{
+	uint32_t	start[1u << PART_MAX_BITS];	/* counts, then the runs' starts in the chunk */
+	uint32_t	delta[1u << PART_MAX_BITS];	/* global position - position in the chunk */
+	uint32_t	sid[BLOCK * ITEMS];
+	uint64_t	sval[BLOCK * ITEMS];
+	typename cub::BlockScan<uint32_t, BLOCK>::TempStorage scan;
+};
+
+/*
+ * Write m (id, val) pairs of a chunk (item u of thread t is pair u * BLOCK +
+ * t) to their buckets (id >> shift, nb of them).  sm.start: zeroed.
+ */
+template <int BLOCK, int ITEMS>
+__device__ __forceinline__ void
+part_write(PartSmem<BLOCK, ITEMS> &sm, uint32_t nb, uint32_t shift, uint32_t *cursor, uint32_t m,
+		   const uint32_t (&id)[ITEMS], const uint64_t (&val)[ITEMS], uint32_t *dst_id, uint64_t *dst_val)
+{
+	uint32_t	rank[ITEMS],
+				c,
+				st;
+
+	static_assert(BLOCK == 1 << PART_MAX_BITS, "one bucket per thread");
+
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
+		rank[u] = u * BLOCK + threadIdx.x < m ? atomicAdd(&sm.start[id[u] >> shift], 1u) : 0;
+	__syncthreads();
+	/* runs in the chunk in bucket order; reserve each bucket's run globally */
+	c = threadIdx.x < nb ? sm.start[threadIdx.x] : 0;
+	cub::BlockScan<uint32_t, BLOCK>(sm.scan).ExclusiveSum(c, st);
+	if (threadIdx.x < nb)
+	{
+		sm.start[threadIdx.x] = st;
+		if (c)
+			sm.delta[threadIdx.x] = (threadIdx.x << shift) + atomicAdd(&cursor[threadIdx.x], c) - st;
+	}
+	__syncthreads();
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
+		if (u * BLOCK + threadIdx.x < m)
+		{
+			uint32_t	at = sm.start[id[u] >> shift] + rank[u];
+
+			sm.sid[at] = id[u];
+			sm.sval[at] = val[u];
+		}
+	__syncthreads();
+	/* consecutive threads write consecutive places of a run */
+	for (uint32_t t = threadIdx.x; t < m; t += BLOCK)
+	{
+		uint32_t	i = sm.sid[t],
+					pos = sm.delta[i >> shift] + t;
+
+		dst_id[pos] = i;
+		dst_val[pos] = sm.sval[t];
+	}
+	__syncthreads();
+}
+
+/* Lookups of sorted keys (query ids in ids), results partitioned on id >> shift */
+template <class KT, int NK, bool AOS, bool POS, int BLOCK, int ITEMS>
+__global__ void __launch_bounds__(BLOCK)
+k_point_part(Idx<KT> ix, const KT *skeys, const uint32_t *ids, uint64_t nq, uint32_t full_levels,
+			 uint32_t shift, uint32_t nb, uint32_t *cursor, uint32_t *dst_id, uint64_t *dst_val)
+{
+	__shared__ PartSmem<BLOCK, ITEMS> sm;
+	constexpr uint32_t CH = BLOCK * ITEMS;
+
+	for (uint64_t base = (uint64_t) blockIdx.x * CH; base < nq; base += (uint64_t) gridDim.x * CH)
+	{
+		uint32_t	m = nq - base < CH ? (uint32_t) (nq - base) : CH;
+		uint32_t	id[ITEMS];
+		uint64_t	r[ITEMS];
+
+		for (uint32_t b = threadIdx.x; b < nb; b += BLOCK)
+			sm.start[b] = 0;
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+		{
+			uint32_t	t = u * BLOCK + threadIdx.x;
+
+			id[u] = 0;
+			r[u] = NO_MATCH;
+			if (t < m)
+			{
+				id[u] = ids[base + t];
+				r[u] = point_one<KT, NK, AOS, POS>(ix, NULL, 0, full_levels, skeys[base + t]);
+			}
+		}
+		__syncthreads();
+		part_write<BLOCK, ITEMS>(sm, nb, shift, cursor, m, id, r, dst_id, dst_val);
+	}
+}
+
+template <class KT, int NK, bool AOS, bool POS, int ITEMS>
+static inline cudaError_t
+launch_point_part_nk(const Idx<KT> &ix, const KT *skeys, const uint32_t *ids, uint64_t nq, uint32_t shift,
+					 uint32_t nb, uint32_t *cursor, uint32_t *dst_id, uint64_t *dst_val, cudaStream_t st)
+{
+	auto		kern = k_point_part<KT, NK, AOS, POS, PART_BLOCK, ITEMS>;
+	uint64_t	need = (nq + PART_BLOCK * ITEMS - 1) / (PART_BLOCK * ITEMS);
+	int			grid = 0;
+	cudaError_t e;
+
+	if ((e = grid_for(kern, PART_BLOCK, 0, 0, &grid)) != cudaSuccess)
+		return e;
+	if ((uint64_t) grid > need)
+		grid = (int) need;
+	kern<<<grid, PART_BLOCK, 0, st>>>(ix, skeys, ids, nq, eytz_shape(ix.n, ix.k).full_levels, shift, nb, cursor,
+									  dst_id, dst_val);
+	return cudaGetLastError();
+}
+
+template <class KT, bool POS, int ITEMS>
+static inline cudaError_t
+launch_point_part(const Idx<KT> &ix, const KT *skeys, const uint32_t *ids, uint64_t nq, uint32_t shift,
+				  uint32_t nb, uint32_t *cursor, uint32_t *dst_id, uint64_t *dst_val, cudaStream_t st)
+{
+#define PART_NK(NK) (ix.aos ? launch_point_part_nk<KT, NK, true, POS, ITEMS>(ix, skeys, ids, nq, shift, nb, cursor, \
+																		  dst_id, dst_val, st) \
+	: launch_point_part_nk<KT, NK, false, POS, ITEMS>(ix, skeys, ids, nq, shift, nb, cursor, dst_id, dst_val, st))
+	switch (ix.k)
+	{
+		case 2:
+			return PART_NK(1);
+		case 3:
+			return PART_NK(2);
+		case 5:
+			return PART_NK(4);
+		case 9:
+			return PART_NK(8);
+		case 17:
+			return PART_NK(16);
+		default:
+			return PART_NK(32);
+	}
+#undef PART_NK
+}
+
 /* Workspace of sorted_point (nq each; temp of sorted_point_temp_bytes) */
 template <class KT>
 struct SortedWork
@@ -1561,7 +1810,40 @@ sorted_point_temp_bytes(uint64_t nq, size_t *bytes)
 											 32)) != cudaSuccess)
 		return e;
 	*bytes = a > b ? a : b;
+	if (*bytes < ((size_t) 4 << PART_MAX_BITS))
+		*bytes = (size_t) 4 << PART_MAX_BITS;	/* cursors of the fused write-back */
 	return cudaSuccess;
+}
+
+/* Allocate a SortedWork for nq lookups (tests and benchmark; the library keeps its own buffers) */
+template <class KT>
+static inline cudaError_t
+sorted_work_alloc(SortedWork<KT> &w, uint64_t nq)
+{
+	cudaError_t e;
+
+	memset(&w, 0, sizeof(w));
+	if ((e = sorted_point_temp_bytes<KT>(nq, &w.temp_bytes)) != cudaSuccess ||
+		(e = cudaMalloc(&w.skeys, nq * sizeof(KT))) != cudaSuccess || (e = cudaMalloc(&w.iota, nq * 4)) != cudaSuccess ||
+		(e = cudaMalloc(&w.perm, nq * 4)) != cudaSuccess || (e = cudaMalloc(&w.perm2, nq * 4)) != cudaSuccess ||
+		(e = cudaMalloc(&w.tmp, nq * 8)) != cudaSuccess || (e = cudaMalloc(&w.pay2, nq * 8)) != cudaSuccess ||
+		(e = cudaMalloc(&w.temp, w.temp_bytes)) != cudaSuccess)
+		return e;
+	return cudaSuccess;
+}
+
+template <class KT>
+static inline void
+sorted_work_free(SortedWork<KT> &w)
+{
+	cudaFree(w.skeys);
+	cudaFree(w.iota);
+	cudaFree(w.perm);
+	cudaFree(w.perm2);
+	cudaFree(w.tmp);
+	cudaFree(w.pay2);
+	cudaFree(w.temp);
+	memset(&w, 0, sizeof(w));
 }
 
 template <class VT>
@@ -1624,7 +1906,6 @@ sorted_point_lookup(const Idx<KT> &ix, uint64_t nq, uint64_t *out, const Cfg &cf
  * at positions [b * TILE, (b + 1) * TILE).  A block places its tile in shared
  * memory and writes it out whole: no scattered global writes at all.
  */
-static constexpr int SCATTER_TILE_LOG2 = 11;
 
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
@@ -1650,8 +1931,9 @@ k_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out
 /*
  * Step 3: out[perm[j]] := tmp[j].  scatter_bits > 0: a one-pass partition on
  * the id's top scatter_bits bits, then a scatter inside windows of
- * nq >> scatter_bits results.  scatter_bits < 0: partition on all id bits
- * above SCATTER_TILE_LOG2, then whole tiles through shared memory.
+ * nq >> scatter_bits results.  scatter_bits = -1: partition on all id bits
+ * above SCATTER_TILE_LOG2, then whole tiles through shared memory; -3: on
+ * the bits above CTILE_LOG2, then the cluster tile write (have_clusters()).
  */
 template <class KT>
 static inline cudaError_t
@@ -1669,16 +1951,19 @@ sorted_point_scatter(uint64_t nq, uint64_t *out, int scatter_bits, const SortedW
 	{
 		const uint32_t *id = w.perm;
 		const uint64_t *v = w.tmp;
+		uint32_t	tl = scatter_bits == -3 ? CTILE_LOG2 : SCATTER_TILE_LOG2;
 		uint64_t	tiles = (nq + (1u << SCATTER_TILE_LOG2) - 1) >> SCATTER_TILE_LOG2;
 
-		if (b > (uint32_t) SCATTER_TILE_LOG2)
+		if (b > tl)
 		{
-			if ((e = cub::DeviceRadixSort::SortPairs(w.temp, tb, w.perm, w.perm2, w.tmp, w.pay2, (int) nq,
-													 SCATTER_TILE_LOG2, (int) b, st)) != cudaSuccess)
+			if ((e = cub::DeviceRadixSort::SortPairs(w.temp, tb, w.perm, w.perm2, w.tmp, w.pay2, (int) nq, (int) tl,
+													 (int) b, st)) != cudaSuccess)
 				return e;
 			id = w.perm2;
 			v = w.pay2;
 		}
+		if (scatter_bits == -3)
+			return cluster_tile_write(id, v, nq, out, st);
 		k_tile_write<256><<<(unsigned) (tiles < 132 * 8 ? tiles : 132 * 8), 256, 0, st>>>(id, v, nq, out);
 		return cudaGetLastError();
 	}
@@ -1690,11 +1975,33 @@ sorted_point_scatter(uint64_t nq, uint64_t *out, int scatter_bits, const SortedW
 	return cudaGetLastError();
 }
 
+/* Steps 2 and 3 fused (scatter_bits = -2; needs part_bits(nq) <= PART_MAX_BITS and have_clusters()) */
+template <class KT, bool POS, int ITEMS>
+static inline cudaError_t
+sorted_point_fused(const Idx<KT> &ix, uint64_t nq, uint64_t *out, const SortedWork<KT> &w, cudaStream_t st)
+{
+	uint32_t	pb = part_bits(nq);
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaSuccess;
+	if (pb > (uint32_t) PART_MAX_BITS || w.temp_bytes < ((size_t) 4 << pb))
+		return cudaErrorInvalidValue;
+	if ((e = cudaMemsetAsync(w.temp, 0, (size_t) 4 << pb, st)) != cudaSuccess)
+		return e;
+	if ((e = launch_point_part<KT, POS, ITEMS>(ix, w.skeys, w.perm, nq, CTILE_LOG2, 1u << pb, (uint32_t *) w.temp,
+											   w.perm2, w.pay2, st)) != cudaSuccess)
+		return e;
+	return cluster_tile_write(w.perm2, w.pay2, nq, out, st);
+}
+
 /*
  * Globally sorted point lookups: out[i] = payload of lo[i] or NO_MATCH (POS:
  * its lower-bound slot).  key_bits: significant key bits sorted on (16: two
  * radix passes); scatter_bits: 8 (one partition pass), 0 = direct writes,
- * -1 = partition into tiles of 2^SCATTER_TILE_LOG2 ids written whole.
+ * -1 = partition into tiles of 2^SCATTER_TILE_LOG2 ids written whole, -3 =
+ * into cluster tiles of 2^CTILE_LOG2, -2 = cluster tiles partitioned by the
+ * lookup kernel (sorted_point_fused).  Without clusters -2 and -3 run as -1.
  */
 template <class KT, bool POS>
 static inline cudaError_t
@@ -1703,8 +2010,14 @@ sorted_point(const Idx<KT> &ix, const KT *lo, uint64_t nq, uint64_t *out, const 
 {
 	cudaError_t e;
 
+	if ((scatter_bits == -2 || scatter_bits == -3) && !have_clusters())
+		scatter_bits = -1;
+	if (scatter_bits == -2 && part_bits(nq) > (uint32_t) PART_MAX_BITS)
+		scatter_bits = -3;
 	if ((e = sorted_point_sort<KT>(lo, nq, mn, mx, key_bits, w, iota_ready, st)) != cudaSuccess)
 		return e;
+	if (scatter_bits == -2)
+		return sorted_point_fused<KT, POS, PART_ITEMS>(ix, nq, out, w, st);
 	if ((e = sorted_point_lookup<KT, POS>(ix, nq, out, cfg, scatter_bits, w, st)) != cudaSuccess)
 		return e;
 	return sorted_point_scatter<KT>(nq, out, scatter_bits, w, st);

@@ -925,8 +925,8 @@ static const Reorder REORDER_CHUNKS = {21, 16};
  */
 static const int SMEM_Q = 4;
 static const int GSORT_KEY_BITS = 16;
-static const int GSORT_SCATTER_BITS = 8;	/* the variant measured and tested on the H100 */
-static const uint64_t GSORT_MIN_KEY_BYTES = 1ull << 30;	/* won only at 2^28 32-bit keys (4.13 vs 4.25 ms) */
+static const int GSORT_SCATTER_BITS = -2;	/* lookups partition, cluster tile write (README) */
+static const uint64_t GSORT_MIN_KEY_BYTES = 32ull << 20;	/* won from 2^23 32-bit keys (README) */
 static const uint64_t GSORT_MIN_BATCH = 1u << 20;
 
 /* CSR of point results (one match at most each): counts, then the fill */

@@ -20,6 +20,7 @@
 #include <vector>
 #include <string>
 #include <algorithm>
+#include <type_traits>
 
 #include <thrust/binary_search.h>
 #include <thrust/execution_policy.h>
@@ -939,14 +940,7 @@ bench_fast(const std::vector<int> &sizes)
 
 	CK(cudaMalloc(&q, nq * sizeof(KT)));
 	CK(cudaMalloc(&out, nq * 8));
-	CK(cudaMalloc(&sw.skeys, nq * sizeof(KT)));
-	CK(cudaMalloc(&sw.iota, nq * 4));
-	CK(cudaMalloc(&sw.perm, nq * 4));
-	CK(cudaMalloc(&sw.perm2, nq * 4));
-	CK(cudaMalloc(&sw.tmp, nq * 8));
-	CK(cudaMalloc(&sw.pay2, nq * 8));
-	CK(sorted_point_temp_bytes<KT>(nq, &sw.temp_bytes));
-	CK(cudaMalloc(&sw.temp, sw.temp_bytes));
+	CK(sorted_work_alloc<KT>(sw, nq));
 	for (int log2n : sizes)
 	{
 		uint64_t	n = (uint64_t) 1 << log2n;
@@ -1043,7 +1037,9 @@ bench_fast(const std::vector<int> &sizes)
 				int			kb,
 							sb;
 			}			gv[] = {{"eks_gsort16_tiles", 16, -1}, {"eks_gsort16_s8", 16, 8}, {"eks_gsort8_s8", 8, 8},
-							   {"eks_gsort16_direct", 16, 0}, {"eks_gsort12_tiles", 12, -1}};
+							   {"eks_gsort16_direct", 16, 0}, {"eks_gsort12_tiles", 12, -1},
+							   {"eks_gsort16_ctiles", 16, -3},
+							   {"eks_gsort16_fused", 16, -2}, {"eks_gsort12_fused", 12, -2}};
 
 			for (auto &g : gv)
 			{
@@ -1076,6 +1072,14 @@ bench_fast(const std::vector<int> &sizes)
 					CK((sorted_point<KT, false>(ix9, q, nq, out, cfg0, mn, mx, 16, -1, sw, false, 0)));
 					check_point(b, q, out, nq, "steps_tiles");
 				}
+				if (g.kb == 16 && g.sb == -3)
+				{
+					ms = time_ms([&] { CK(cluster_tile_write(sw.perm2, sw.pay2, nq, out, 0)); });
+					row("step_cluster_tile_write_only", ms, false);
+					CK(cudaMemset(out, 0xFF, nq * 8));
+					CK((sorted_point<KT, false>(ix9, q, nq, out, cfg0, mn, mx, 16, -3, sw, false, 0)));
+					check_point(b, q, out, nq, "steps_ctiles");
+				}
 				if (g.kb == 16 && g.sb == 8)
 				{
 					/* the steps alone (buffers hold the full run's data) */
@@ -1092,6 +1096,18 @@ bench_fast(const std::vector<int> &sizes)
 					check_point(b, q, out, nq, "steps");
 				}
 			}
+			/* the fused write-back with 2 and 8 lookups per thread (the library uses PART_ITEMS) */
+			auto		fused_items = [&](const char *name, auto items) {
+				CK(cudaMemset(out, 0xFF, nq * 8));
+				ms = time_ms([&] {
+					CK(sorted_point_sort<KT>(q, nq, mn, mx, 16, sw, false, 0));
+					CK((sorted_point_fused<KT, false, decltype(items)::value>(ix9, nq, out, sw, 0)));
+				});
+				check_point(b, q, out, nq, name);
+				row(name, ms, true);
+			};
+			fused_items("eks_gsort16_fused_i8", std::integral_constant<int, 8>());
+			fused_items("eks_gsort16_fused_i2", std::integral_constant<int, 2>());
 			/* POSITIONS ONLY: lower-bound slot, no payload (compare with thrust's positions) */
 			CK(cudaMemset(out, 0xFF, nq * 8));
 			ms = time_ms([&] {
@@ -1108,6 +1124,12 @@ bench_fast(const std::vector<int> &sizes)
 			});
 			check_pos("pos_eks_gsort16_tiles");
 			row("pos_eks_gsort16_tiles", ms, false);
+			CK(cudaMemset(out, 0xFF, nq * 8));
+			ms = time_ms([&] {
+				CK((sorted_point<KT, true>(ix9, q, nq, out, cfg0, mn, mx, 16, -2, sw, false, 0)));
+			});
+			check_pos("pos_eks_gsort16_fused");
+			row("pos_eks_gsort16_fused", ms, false);
 		}
 		{
 			char		s[300];
@@ -1120,13 +1142,7 @@ bench_fast(const std::vector<int> &sizes)
 	}
 	cudaFree(q);
 	cudaFree(out);
-	cudaFree(sw.skeys);
-	cudaFree(sw.iota);
-	cudaFree(sw.perm);
-	cudaFree(sw.perm2);
-	cudaFree(sw.tmp);
-	cudaFree(sw.pay2);
-	cudaFree(sw.temp);
+	sorted_work_free<KT>(sw);
 }
 
 int
@@ -1184,7 +1200,7 @@ main(int argc, char **argv)
 		run_lookup_sections<uint32_t>(secs, quick ? std::vector<int>{15, 20, 24}
 									  : std::vector<int>{15, 18, 21, 24, 26, 28});
 	if (!secs.empty() && on(secs, "fast"))
-		bench_fast<uint32_t>(quick ? std::vector<int>{15, 20, 24} : std::vector<int>{15, 21, 24, 26, 28});
+		bench_fast<uint32_t>(quick ? std::vector<int>{15, 20, 24} : std::vector<int>{15, 21, 22, 23, 24, 26, 28});
 	if (on(secs, "dups"))
 		bench_dups<uint32_t>(quick ? 22 : 26);
 	if (on(secs, "u64"))

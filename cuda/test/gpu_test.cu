@@ -428,23 +428,24 @@ test_point_kernels(const Data &d, bool quick)
 		SortedWork<KT> sw;
 		bool		okw = true;
 
-		memset(&sw, 0, sizeof(sw));
-		if (sorted_point_temp_bytes<KT>(nq, &sw.temp_bytes) || cudaMalloc(&sw.skeys, nq * sizeof(KT)) ||
-			cudaMalloc(&sw.iota, nq * 4) || cudaMalloc(&sw.perm, nq * 4) || cudaMalloc(&sw.perm2, nq * 4) ||
-			cudaMalloc(&sw.tmp, nq * 8) || cudaMalloc(&sw.pay2, nq * 8) || cudaMalloc(&sw.temp, sw.temp_bytes))
+		if (sorted_work_alloc<KT>(sw, nq) != cudaSuccess)
 		{
 			FAIL("point fast paths: cudaMalloc");
 			okw = false;
 		}
-		/* 0-2: smem q 1/2/4 SoA, 3: smem q4 AoS, 4-6: sorted payloads, 7-8: positions only */
-		for (int f = 0; okw && f < 9; f++)
+		/*
+		 * 0-2: smem q 1/2/4 SoA, 3: smem q4 AoS, 4-6: sorted payloads, 7-8:
+		 * positions only, 9-10: sorted payloads with the fused write-back
+		 * (SoA, AoS), 11: its positions only
+		 */
+		for (int f = 0; okw && f < 12; f++)
 		{
 			Idx<KT>		ix;
 			EytzShape	sh = eytz_shape(n, d.k);
 			Cfg			cfg = {ALGO_SINGLE, false, (uint32_t) (f == 6 ? 16 * 1024 : 0), 0};
 			KT			mn = n ? (KT) d.sk[0] : 0,
 						mx = n ? (KT) d.sk[n - 1] : 0;
-			bool		pos = f >= 7;
+			bool		pos = f == 7 || f == 8 || f == 11;
 			cudaError_t e = cudaSuccess;
 			bool		ok = true;
 
@@ -456,7 +457,7 @@ test_point_kernels(const Data &d, bool quick)
 			ix.levels = sh.levels;
 			ix.tp = tp;
 			ix.tile_bytes = tb;
-			if (f == 3 || f == 5)
+			if (f == 3 || f == 5 || f == 10)
 				ix.aos = daos;
 			else
 			{
@@ -481,8 +482,12 @@ test_point_kernels(const Data &d, bool quick)
 
 				e = launch_point_k<KT, true>(ix, qs, o, cfg, 0, 0);
 			}
-			else
+			else if (f == 8)
 				e = sorted_point<KT, true>(ix, dq, nq, dout, cfg, mn, mx, 16, -1, sw, false, 0);
+			else if (f == 11)
+				e = sorted_point<KT, true>(ix, dq, nq, dout, cfg, mn, mx, 16, -2, sw, false, 0);
+			else
+				e = sorted_point<KT, false>(ix, dq, nq, dout, cfg, mn, mx, f == 9 ? 16 : 12, -2, sw, false, 0);
 			if (e == cudaSuccess)
 				e = cudaDeviceSynchronize();
 			if (e != cudaSuccess)
@@ -532,13 +537,7 @@ test_point_kernels(const Data &d, bool quick)
 			if (ok)
 				passed++;
 		}
-		cudaFree(sw.skeys);
-		cudaFree(sw.iota);
-		cudaFree(sw.perm);
-		cudaFree(sw.perm2);
-		cudaFree(sw.tmp);
-		cudaFree(sw.pay2);
-		cudaFree(sw.temp);
+		sorted_work_free<KT>(sw);
 	}
 	cudaFree(dk);
 	cudaFree(dp);
@@ -550,6 +549,116 @@ test_point_kernels(const Data &d, bool quick)
 	cudaFree(ca);
 	cudaFree(cb);
 	cudaFree(ctemp);
+}
+
+/*
+ * The cluster tile write-backs of sorted point lookups (fused into the lookup
+ * and after a CUB partition) over batch sizes around slice and tile
+ * boundaries, against a binary search of the CPU's sorted keys; the payload
+ * of any duplicate matches.
+ */
+template <class KT>
+static void
+test_fused_sizes(int kw, uint32_t k, bool quick)
+{
+	using namespace eytzk;
+	Data		d;
+	uint64_t	n = quick ? 5000 : 300000 + rnd() % 1000;
+	uint64_t	pad;
+	std::vector<uint64_t> sizes = {1, 2, 2047, 2049, 16383, 16384, 16385, 131071, 131072, 131073,
+		6000 + rnd() % 3000};
+	uint64_t	maxq = 0;
+
+	make_data(d, kw, k, n, rnd() % 2);
+	pad = padded_slots(n, k, sizeof(KT));
+	if (!quick)
+	{
+		sizes.push_back(((uint64_t) 1 << 19) + 1);
+		sizes.push_back(((uint64_t) 1 << 20) + rnd() % 100000);
+		sizes.push_back(3000000 + rnd() % 1000);
+	}
+	for (uint64_t s : sizes)
+		maxq = std::max(maxq, s);
+
+	std::vector<KT> ek(pad, 0),
+				q(maxq);
+	std::vector<uint64_t> ep(pad, 0),
+				out(maxq),
+				lo,
+				hi;
+	KT		   *dk = NULL,
+			   *dq = NULL;
+	uint64_t   *dp = NULL,
+			   *dout = NULL;
+	SortedWork<KT> sw;
+	Idx<KT>		ix;
+	EytzShape	sh = eytz_shape(n, k);
+	Cfg			cfg = {ALGO_SINGLE, false, 0, 0};
+
+	memset(&ix, 0, sizeof(ix));
+	for (uint64_t i = 0; i < n; i++)
+	{
+		ek[i] = (KT) d.ek[i];
+		ep[i] = d.ep[i];
+	}
+	if (sorted_work_alloc<KT>(sw, maxq) != cudaSuccess || cudaMalloc(&dk, pad * sizeof(KT)) ||
+		cudaMalloc(&dp, pad * 8) || cudaMalloc(&dq, maxq * sizeof(KT)) || cudaMalloc(&dout, maxq * 8))
+	{
+		FAIL("fused write-back: cudaMalloc");
+		return;
+	}
+	cudaMemcpy(dk, ek.data(), pad * sizeof(KT), cudaMemcpyHostToDevice);
+	cudaMemcpy(dp, ep.data(), pad * 8, cudaMemcpyHostToDevice);
+	ix.keys = dk;
+	ix.pays = dp;
+	ix.n = n;
+	ix.k = k;
+	while ((1u << ix.p) < k - 1)
+		ix.p++;
+	ix.levels = sh.levels;
+	for (size_t si = 0; si < 2 * sizes.size(); si++)
+	{
+		uint64_t	nq = sizes[si / 2];
+		int			sb = si % 2 ? -3 : -2;
+		bool		ok = true;
+		cudaError_t e;
+
+		make_queries(d, nq, false, lo, hi);
+		for (uint64_t i = 0; i < nq; i++)
+			q[i] = (KT) lo[i];
+		cudaMemcpy(dq, q.data(), nq * sizeof(KT), cudaMemcpyHostToDevice);
+		cudaMemset(dout, 0xAB, nq * 8);
+		cudaMemset(sw.temp, 0xCD, sw.temp_bytes);	/* cursors must be reset by the call */
+		e = sorted_point<KT, false>(ix, dq, nq, dout, cfg, (KT) d.sk[0], (KT) d.sk[n - 1], 16, sb, sw, false, 0);
+		if (e == cudaSuccess)
+			e = cudaDeviceSynchronize();
+		if (e != cudaSuccess)
+		{
+			FAIL("fused write-back %d kw=%d k=%u nq=%llu: %s", sb, kw, k, (unsigned long long) nq,
+				 cudaGetErrorString(e));
+			continue;
+		}
+		cudaMemcpy(out.data(), dout, nq * 8, cudaMemcpyDeviceToHost);
+		for (uint64_t i = 0; i < nq && ok; i++)
+		{
+			uint64_t	first,
+						c = eytzref_sorted_range(d.sk.data(), n, lo[i], lo[i], &first);
+
+			ok = c == 0 ? out[i] == NO_MATCH : std::find(d.sp.begin() + first, d.sp.begin() + first + c, out[i]) !=
+				d.sp.begin() + first + c;
+			if (!ok)
+				FAIL("fused write-back %d kw=%d k=%u n=%llu nq=%llu: query %llu got %llx", sb, kw, k,
+					 (unsigned long long) n, (unsigned long long) nq, (unsigned long long) i,
+					 (unsigned long long) out[i]);
+		}
+		if (ok)
+			passed++;
+	}
+	sorted_work_free<KT>(sw);
+	cudaFree(dk);
+	cudaFree(dp);
+	cudaFree(dq);
+	cudaFree(dout);
 }
 
 static void
@@ -674,6 +783,10 @@ main(int argc, char **argv)
 	printf("device: %s, %d SMs, L2 %llu MB; seed %llu%s\n", info.name, info.sm_count,
 		   (unsigned long long) (info.l2_bytes >> 20), (unsigned long long) rng_state, quick ? " (quick)" : "");
 	test_errors();
+	test_fused_sizes<uint32_t>(4, 9, quick);
+	if (!tiny)
+		test_fused_sizes<uint64_t>(8, 2, quick);
+	printf("fused write-back sizes: %d passed, %d failed so far\n", passed, failed);
 	for (int kw = 4; kw <= 8; kw += 4)
 		for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++)
 		{
