@@ -99,8 +99,11 @@ def main():
     panels = []
     look = ["thrust_lower_bound", "bs_textbook", "ebs", "ebs_pin64k", "eks_single_soa",
             "eks_single_soa_pin200k_1blk", "eks_group_soa"]
-    panels.append(("Point lookups, 2^25 random, 32-bit", "log2(build size)", "ms",
-                   series(rows, "lookup", 32, look, "log2n", "ms"), False, True))
+    points = series(rows, "lookup", 32, look, "log2n", "ms")
+    # the point fast paths (section "fast"): sorted lookups with the fused write-back, EBS in shared memory
+    for v, pts in series(rows, "fast", 32, ["eks_gsort16_fused", "ebs_smem_q4"], "log2n", "ms").items():
+        points["fast: " + v] = pts
+    panels.append(("Point lookups, 2^25 random, 32-bit", "log2(build size)", "ms", points, False, True))
     panels.append(("Build (sort + Eytzinger), 32-bit keys, 64-bit payloads", "log2(build size)", "ms",
                    series(rows, "build", 32, ["cub_sort_pairs", "build_ebs_soa", "build_eks9_soa", "build_eks9_aos"],
                           "log2n", "ms"), False, True))
