@@ -1566,51 +1566,75 @@ k_cluster_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint6
 #endif
 }
 
-/* Whether the current device has thread block clusters (compute capability 9.0+) */
+/* Launch configuration of k_cluster_tile_write; *nclusters: clusters resident at once (0: none fit) */
+static inline cudaError_t
+cluster_config(cudaLaunchConfig_t *lc, cudaLaunchAttribute *at, int *nclusters, cudaStream_t st)
+{
+	auto		kern = k_cluster_tile_write<CTILE_BLOCK>;
+	size_t		smem = (size_t) 8 << CTILE_SLICE_LOG2;
+	cudaError_t e;
+
+	*nclusters = 0;
+	if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem)) != cudaSuccess)
+		return e;
+	*lc = cudaLaunchConfig_t {};
+	at->id = cudaLaunchAttributeClusterDimension;
+	at->val.clusterDim.x = CTILE_CLUSTER;
+	at->val.clusterDim.y = 1;
+	at->val.clusterDim.z = 1;
+	lc->blockDim = dim3(CTILE_BLOCK);
+	lc->dynamicSmemBytes = smem;
+	lc->stream = st;
+	lc->attrs = at;
+	lc->numAttrs = 1;
+	lc->gridDim = dim3(CTILE_CLUSTER * 1024);
+	return cudaOccupancyMaxActiveClusters(nclusters, kern, lc);
+}
+
+/*
+ * Whether the current device runs k_cluster_tile_write: compute capability
+ * 9.0+ and room for at least one cluster (not so on small partitions).
+ */
 static inline bool
 have_clusters(void)
 {
 	int			dev,
-				major = 0;
+				major = 0,
+				nclusters = 0;
+	cudaLaunchConfig_t lc;
+	cudaLaunchAttribute at;
 
-	return cudaGetDevice(&dev) == cudaSuccess &&
-		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
+		return false;
+	if (cluster_config(&lc, &at, &nclusters, 0) != cudaSuccess)
+	{
+		(void) cudaGetLastError();	/* not sticky: clear it */
+		return false;
+	}
+	return nclusters > 0;
 }
 
 /* out[idx[j]] := val[j] where idx is partitioned on id >> CTILE_LOG2 (needs have_clusters()) */
 static inline cudaError_t
 cluster_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out, cudaStream_t st)
 {
-	auto		kern = k_cluster_tile_write<CTILE_BLOCK>;
-	size_t		smem = (size_t) 8 << CTILE_SLICE_LOG2;
 	uint64_t	tiles = (n + (1u << CTILE_LOG2) - 1) >> CTILE_LOG2;
-	cudaLaunchConfig_t lc = {};
-	cudaLaunchAttribute at[1];
+	cudaLaunchConfig_t lc;
+	cudaLaunchAttribute at;
 	int			nclusters = 0;
 	cudaError_t e;
 
 	if (n == 0)
 		return cudaSuccess;
-	if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem)) != cudaSuccess)
-		return e;
-	at[0].id = cudaLaunchAttributeClusterDimension;
-	at[0].val.clusterDim.x = CTILE_CLUSTER;
-	at[0].val.clusterDim.y = 1;
-	at[0].val.clusterDim.z = 1;
-	lc.blockDim = dim3(CTILE_BLOCK);
-	lc.dynamicSmemBytes = smem;
-	lc.stream = st;
-	lc.attrs = at;
-	lc.numAttrs = 1;
-	lc.gridDim = dim3(CTILE_CLUSTER * 1024);
-	if ((e = cudaOccupancyMaxActiveClusters(&nclusters, kern, &lc)) != cudaSuccess)
+	if ((e = cluster_config(&lc, &at, &nclusters, st)) != cudaSuccess)
 		return e;
 	if (nclusters < 1)
 		return cudaErrorInvalidConfiguration;
 	if ((uint64_t) nclusters > tiles)
 		nclusters = (int) tiles;
 	lc.gridDim = dim3(CTILE_CLUSTER * nclusters);
-	return cudaLaunchKernelEx(&lc, kern, idx, val, n, out);
+	return cudaLaunchKernelEx(&lc, k_cluster_tile_write<CTILE_BLOCK>, idx, val, n, out);
 }
 
 /*
