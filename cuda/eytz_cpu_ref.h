@@ -1,7 +1,8 @@
 /*
  * eytz_cpu_ref.h
  *		CPU reference for the GPU kernels: build into Eytzinger order and the
- *		per-level range scan of section 5, on 64-bit keys.
+ *		per-level range scan of section 5, on 64-bit keys (and the tests'
+ *		random numbers).
  *
  * Plain C99 (header-only, static functions) so that the CI test (gcc, no
  * CUDA) and the GPU test use the same reference.  It is written for clarity,
@@ -147,6 +148,17 @@ eytzref_cmp_u64(const void *a, const void *b)
 				y = *(const uint64_t *) b;
 
 	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* splitmix64: the tests' random numbers (the seed is printed, EYTZ_SEED repeats it) */
+static inline uint64_t
+eytzref_random(uint64_t *state)
+{
+	uint64_t	z = (*state += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
 }
 
 #endif							/* EYTZ_CPU_REF_H */

@@ -216,6 +216,20 @@ struct Outs
 	uint64_t   *first;			/* COUNT writes, FILL reads: first match of a query */
 };
 
+/* Result of query i after its search: acc matches, the first one's payload (FILL wrote them already) */
+template <int MODE>
+__device__ __forceinline__ void
+put_result(const Outs &o, uint64_t i, uint64_t acc, uint64_t first)
+{
+	if (MODE == MODE_POINT)
+		o.pay[i] = acc ? first : NO_MATCH;
+	else if (MODE == MODE_COUNT)
+	{
+		o.counts[i] = acc;
+		o.first[i] = first;
+	}
+}
+
 /*
  * Warp-cooperative continuation of a long range scan (section 5.1): all 32
  * lanes finish level l from slot t, then follow the lower-bound path down,
@@ -438,15 +452,8 @@ single_process(const Idx<KT> &ix, const KT *pin, uint64_t npin, const Outs &o,
 			m &= m - 1;
 		}
 	}
-	if (!active)
-		return;
-	if (MODE == MODE_POINT)
-		o.pay[i] = acc ? first : NO_MATCH;
-	else if (MODE == MODE_COUNT)
-	{
-		o.counts[i] = acc;
-		o.first[i] = first;
-	}
+	if (active)
+		put_result<MODE>(o, i, acc, first);
 }
 
 /* Copy the top npin slots' keys into shared memory (cache pinning, 7.3) */
@@ -725,15 +732,8 @@ k_group(Idx<KT> ix, Qs<KT> q, Outs o, uint64_t npin)
 			s = s * k + (uint64_t) (lt + 1) * (k - 1);
 			ls = ls * k + (k - 1);
 		}
-		if (gl != 0)
-			continue;
-		if (MODE == MODE_POINT)
-			o.pay[i] = acc ? first : NO_MATCH;
-		else if (MODE == MODE_COUNT)
-		{
-			o.counts[i] = acc;
-			o.first[i] = first;
-		}
+		if (gl == 0)
+			put_result<MODE>(o, i, acc, first);
 	}
 }
 

@@ -122,6 +122,17 @@ SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.ts BETWE
 SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.f = o.f4');
 SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.d = o.d');
 
+-- copy caches without room: every join pins a copy of its own (on the GPU
+-- machine the GPU copy does not fit either, so the join falls back to the CPU
+-- image) that its end frees; two joins of one query hold two at once
+SET eytzgpu.image_cache_limit = 0;
+SET eytzgpu.gpu_memory_limit = 0;
+SELECT join_check('SELECT o.x, i.v, i2.v AS v2 FROM jb_outer o JOIN jb_inner i ON i.k = o.k JOIN jb_inner i2 ON i2.d = o.d');
+SELECT join_check('SELECT o.x, i.v FROM jb_outer o LEFT JOIN jb_inner i ON i.ts BETWEEN o.d AND o.d + 3');
+RESET eytzgpu.image_cache_limit;
+RESET eytzgpu.gpu_memory_limit;
+SELECT join_check('SELECT o.x, i.v, i2.v AS v2 FROM jb_outer o JOIN jb_inner i ON i.k = o.k JOIN jb_inner i2 ON i2.d = o.d');
+
 -- remaining join quals, inner restrictions and pushed-down quals
 SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k AND i.v % 3 <> o.x % 3 WHERE i.v > 100');
 SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k AND i.v % 3 <> o.x % 3 WHERE i.v > 100');

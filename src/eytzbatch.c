@@ -27,14 +27,13 @@
 /* searches advanced together, level by level */
 #define EYTZ_GROUP 16
 
-static EytzImage *image_cache = NULL;
-static Size image_cache_bytes = 0;
-static uint64 image_clock = 0;
 static MemoryContext image_cxt = NULL;
 
 static void
-image_free(EytzImage *image)
+image_free(EytzCacheEntry *entry)
 {
+	EytzImage  *image = (EytzImage *) entry;
+
 	if (image->img.keys)
 		pfree(image->img.keys);
 	if (image->img.tids)
@@ -42,61 +41,13 @@ image_free(EytzImage *image)
 	pfree(image);
 }
 
-static void
-image_unlink(EytzImage *image)
-{
-	EytzImage **p;
-
-	for (p = &image_cache; *p; p = &(*p)->next)
-	{
-		if (*p == image)
-		{
-			*p = image->next;
-			image->next = NULL;
-			image->cached = false;
-			image_cache_bytes -= image->bytes;
-			if (image->refcount == 0)
-				image_free(image);
-			return;
-		}
-	}
-}
+static EytzCache image_cache = {NULL, 0, 0, image_free};
 
 /* Drop the cached images of an index (InvalidOid: of every index) */
 void
 eytz_image_invalidate(Oid indexoid)
 {
-	EytzImage  *image = image_cache;
-
-	while (image)
-	{
-		EytzImage  *next = image->next;
-
-		if (!OidIsValid(indexoid) || image->indexoid == indexoid)
-			image_unlink(image);
-		image = next;
-	}
-}
-
-/* Evict unpinned images, least recently used first, until need fits */
-static void
-image_make_room(Size need)
-{
-	Size		limit = (Size) eytz_image_cache_limit_mb * 1024 * 1024;
-
-	while (image_cache_bytes + need > limit)
-	{
-		EytzImage  *victim = NULL;
-		EytzImage  *image;
-
-		for (image = image_cache; image; image = image->next)
-			if (image->refcount == 0 &&
-				(victim == NULL || image->last_used < victim->last_used))
-				victim = image;
-		if (victim == NULL)
-			break;
-		image_unlink(victim);
-	}
+	eytz_cache_drop(&image_cache, indexoid, NULL);
 }
 
 /*
@@ -119,11 +70,7 @@ image_load(Relation index, const EytzMetaPageData *meta)
 										  "eytzgpu layout images",
 										  ALLOCSET_DEFAULT_SIZES);
 	image = MemoryContextAllocZero(image_cxt, sizeof(EytzImage));
-	image->indexoid = RelationGetRelid(index);
-	image->relfilenode = index->rd_node.relNode;
-	image->generation = meta->generation;
 	image->img.meta = *meta;
-	image->bytes = n * (kw + sizeof(uint64));
 	if (n > 0)
 	{
 		image->img.keys = MemoryContextAllocHuge(image_cxt, n * kw);
@@ -174,7 +121,7 @@ image_load(Relation index, const EytzMetaPageData *meta)
 	FreeAccessStrategy(strategy);
 	if (!ok)
 	{
-		image_free(image);
+		image_free(&image->ce);
 		return NULL;
 	}
 	return image;
@@ -191,56 +138,29 @@ eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
 	EytzImage  *image;
 	EytzMetaPageData after;
 
-	for (image = image_cache; image; image = image->next)
-	{
-		if (image->indexoid == RelationGetRelid(index) &&
-			image->relfilenode == index->rd_node.relNode &&
-			image->generation == meta->generation)
-		{
-			image->refcount++;
-			image->last_used = ++image_clock;
-			return image;
-		}
-	}
-
-	/* older generations of this index are of no further use */
-	for (image = image_cache; image;)
-	{
-		EytzImage  *next = image->next;
-
-		if (image->indexoid == RelationGetRelid(index))
-			image_unlink(image);
-		image = next;
-	}
-
+	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
+	if (image)
+		return image;
 	image = image_load(index, meta);
 	if (image == NULL)
 		return NULL;
 	eytz_read_meta(index, &after);
 	if (after.generation != meta->generation)
 	{
-		image_free(image);
+		image_free(&image->ce);
 		return NULL;
 	}
-	image->refcount = 1;
-	image->last_used = ++image_clock;
-	image_make_room(image->bytes);
-	if (image_cache_bytes + image->bytes <= (Size) eytz_image_cache_limit_mb * 1024 * 1024)
-	{
-		image->cached = true;
-		image->next = image_cache;
-		image_cache = image;
-		image_cache_bytes += image->bytes;
-	}
+	/* uncached when it does not fit: freed at its release */
+	(void) eytz_cache_add(&image_cache, &image->ce, index, meta->generation,
+						  meta->nentries * (meta->key_width + sizeof(uint64)), 1,
+						  (Size) eytz_image_cache_limit_mb * 1024 * 1024);
 	return image;
 }
 
 void
 eytz_image_release(EytzImage *image)
 {
-	Assert(image->refcount > 0);
-	if (--image->refcount == 0 && !image->cached)
-		image_free(image);
+	eytz_cache_release(&image_cache, &image->ce);
 }
 
 static int

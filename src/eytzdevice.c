@@ -31,26 +31,27 @@
 
 struct EytzGpuEntry
 {
-	Oid			indexoid;
-	Oid			relfilenode;
-	uint64		generation;
+	EytzCacheEntry ce;			/* first: the cache links entries by it */
 	int			key_width;
 	EytzGpuIndex *handle;
-	uint64		bytes;
-	int			refcount;
-	bool		cached;
 	bool		own_xact;		/* built by the current transaction */
-	uint64		last_used;
-	struct EytzGpuEntry *next;
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
 static char gpu_why[256];
 static char gpu_name[256];
-static EytzGpuEntry *gpu_cache = NULL;
-static uint64 gpu_cache_bytes = 0;
-static uint64 gpu_clock = 0;
 static bool xact_cb_registered = false;
+
+static void
+entry_free(EytzCacheEntry *ce)
+{
+	EytzGpuEntry *e = (EytzGpuEntry *) ce;
+
+	eytzgpu_free(e->handle);
+	pfree(e);
+}
+
+static EytzCache gpu_cache = {NULL, 0, 0, entry_free};
 
 bool
 eytz_device_available(char **why)
@@ -77,92 +78,53 @@ eytz_device_name(void)
 	return gpu_state == 1 ? gpu_name : "none";
 }
 
-static void
-entry_free(EytzGpuEntry *e)
+static uint64
+gpu_limit(void)
 {
-	eytzgpu_free(e->handle);
-	pfree(e);
-}
-
-static void
-entry_unlink(EytzGpuEntry *e)
-{
-	EytzGpuEntry **p;
-
-	for (p = &gpu_cache; *p; p = &(*p)->next)
-	{
-		if (*p == e)
-		{
-			*p = e->next;
-			e->next = NULL;
-			e->cached = false;
-			gpu_cache_bytes -= e->bytes;
-			if (e->refcount == 0)
-				entry_free(e);
-			return;
-		}
-	}
+	return (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
 }
 
 static void
 device_xact_cb(XactEvent event, void *arg)
 {
-	EytzGpuEntry *e = gpu_cache;
+	EytzCacheEntry *ce = gpu_cache.head;
 
-	while (e)
+	while (ce)
 	{
-		EytzGpuEntry *next = e->next;
+		EytzCacheEntry *next = ce->next;
+		EytzGpuEntry *e = (EytzGpuEntry *) ce;
 
 		if (e->own_xact)
 		{
 			if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-				entry_unlink(e);
+				eytz_cache_unlink(&gpu_cache, ce);
 			else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
 				e->own_xact = false;
 		}
-		e = next;
+		ce = next;
 	}
+}
+
+/* the copy a CREATE INDEX/REINDEX left survives its own transaction's invalidations */
+static bool
+built_by_this_xact(EytzCacheEntry *ce)
+{
+	return ((EytzGpuEntry *) ce)->own_xact;
 }
 
 void
 eytz_device_invalidate(Oid indexoid)
 {
-	EytzGpuEntry *e = gpu_cache;
-
-	while (e)
-	{
-		EytzGpuEntry *next = e->next;
-
-		if ((!OidIsValid(indexoid) || e->indexoid == indexoid) && !e->own_xact)
-			entry_unlink(e);
-		e = next;
-	}
+	eytz_cache_drop(&gpu_cache, indexoid, built_by_this_xact);
 }
 
-/* Evict unpinned copies, least recently used first, until need fits */
-static bool
-make_room(uint64 need)
-{
-	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
-
-	while (gpu_cache_bytes + need > limit)
-	{
-		EytzGpuEntry *victim = NULL;
-		EytzGpuEntry *e;
-
-		for (e = gpu_cache; e; e = e->next)
-			if (e->refcount == 0 && (victim == NULL || e->last_used < victim->last_used))
-				victim = e;
-		if (victim == NULL)
-			return false;
-		entry_unlink(victim);
-	}
-	return true;
-}
-
+/*
+ * A new entry for handle h (bytes of GPU memory), linked into the cache with
+ * refcount pins if it fits the limit; else NULL and h is freed.
+ */
 static EytzGpuEntry *
 entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
-		  uint64 bytes, bool own_xact)
+		  uint64 bytes, int refcount, bool own_xact)
 {
 	EytzGpuEntry *e = MemoryContextAllocZero(TopMemoryContext, sizeof(EytzGpuEntry));
 
@@ -171,18 +133,14 @@ entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
 		RegisterXactCallback(device_xact_cb, NULL);
 		xact_cb_registered = true;
 	}
-	e->indexoid = RelationGetRelid(index);
-	e->relfilenode = index->rd_node.relNode;
-	e->generation = generation;
 	e->key_width = key_width;
 	e->handle = h;
-	e->bytes = bytes;
 	e->own_xact = own_xact;
-	e->cached = true;
-	e->last_used = ++gpu_clock;
-	e->next = gpu_cache;
-	gpu_cache = e;
-	gpu_cache_bytes += bytes;
+	if (!eytz_cache_add(&gpu_cache, &e->ce, index, generation, bytes, refcount, gpu_limit()))
+	{
+		entry_free(&e->ce);
+		return NULL;
+	}
 	return e;
 }
 
@@ -206,37 +164,19 @@ eytz_device_acquire(Relation index, const EytzMetaPageData *meta, char **why)
 	EytzGpuIndex *h = NULL;
 	uint64		bytes = 0;
 	uint64		estimate;
-	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
 	char		errbuf[256];
 	int			rc;
 
 	*why = NULL;
 	if (!eytz_device_available(why))
 		return NULL;
-	for (e = gpu_cache; e; e = e->next)
-	{
-		if (e->indexoid == RelationGetRelid(index) &&
-			e->relfilenode == index->rd_node.relNode &&
-			e->generation == meta->generation)
-		{
-			e->refcount++;
-			e->last_used = ++gpu_clock;
-			return e;
-		}
-	}
-	/* older generations of this index are of no further use */
-	for (e = gpu_cache; e;)
-	{
-		EytzGpuEntry *next = e->next;
-
-		if (e->indexoid == RelationGetRelid(index) && e->refcount == 0)
-			entry_unlink(e);
-		e = next;
-	}
+	e = (EytzGpuEntry *) eytz_cache_pin(&gpu_cache, index, meta->generation);
+	if (e)
+		return e;
 
 	/* keys, payloads and the library's extra copies: about twice the data */
 	estimate = meta->nentries * (meta->key_width + sizeof(uint64)) * 2;
-	if (estimate > limit || !make_room(estimate))
+	if (estimate > gpu_limit() || !eytz_cache_make_room(&gpu_cache, estimate, gpu_limit()))
 	{
 		*why = psprintf("index \"%s\" needs about " UINT64_FORMAT " MB of GPU memory, more than eytzgpu.gpu_memory_limit leaves",
 						RelationGetRelationName(index), estimate / (1024 * 1024) + 1);
@@ -256,24 +196,17 @@ eytz_device_acquire(Relation index, const EytzMetaPageData *meta, char **why)
 		*why = gpu_error("GPU upload", rc, errbuf);
 		return NULL;
 	}
-	if (gpu_cache_bytes + bytes > limit && !make_room(bytes))
-	{
-		eytzgpu_free(h);
+	e = entry_add(index, meta->generation, meta->key_width, h, bytes, 1, false);
+	if (e == NULL)
 		*why = psprintf("index \"%s\" takes " UINT64_FORMAT " MB of GPU memory, more than eytzgpu.gpu_memory_limit leaves",
 						RelationGetRelationName(index), bytes / (1024 * 1024) + 1);
-		return NULL;
-	}
-	e = entry_add(index, meta->generation, meta->key_width, h, bytes, false);
-	e->refcount = 1;
 	return e;
 }
 
 void
 eytz_device_release(EytzGpuEntry *e)
 {
-	Assert(e->refcount > 0);
-	if (--e->refcount == 0 && !e->cached)
-		entry_free(e);
+	eytz_cache_release(&gpu_cache, &e->ce);
 }
 
 /*
@@ -362,7 +295,6 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 	EytzGpuIndex *h = NULL;
 	EytzGpuIndex **hp;
 	uint64		bytes = 0;
-	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
 	char		errbuf[256];
 	char	   *why = NULL;
 	int			rc;
@@ -396,8 +328,8 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 	otids = MemoryContextAllocHuge(CurrentMemoryContext, n * sizeof(uint64));
 
 	/* stay resident only if it fits the limit */
-	hp = (n * (key_width + sizeof(uint64)) * 2 <= limit &&
-		  make_room(n * (key_width + sizeof(uint64)) * 2)) ? &h : NULL;
+	hp = (n * (key_width + sizeof(uint64)) * 2 <= gpu_limit() &&
+		  eytz_cache_make_room(&gpu_cache, n * (key_width + sizeof(uint64)) * 2, gpu_limit())) ? &h : NULL;
 	errbuf[0] = '\0';
 	rc = eytzgpu_build(-1, keys, pairs->tids, n, key_width, fanout, 0,
 					   okeys, otids, hp, &bytes, errbuf, sizeof(errbuf));
@@ -414,12 +346,7 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 		return false;
 	}
 	if (h != NULL)
-	{
-		if (gpu_cache_bytes + bytes > limit && !make_room(bytes))
-			eytzgpu_free(h);
-		else
-			entry_add(index, generation, key_width, h, bytes, true);
-	}
+		(void) entry_add(index, generation, key_width, h, bytes, 0, true);
 	/* the pairs now hold the layout, slot by slot */
 	for (i = 0; i < n; i++)
 		pairs->keys[i] = eytz_key_at(okeys, key_width, i);

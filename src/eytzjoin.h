@@ -2,8 +2,8 @@
  * eytzjoin.h
  *		Private declarations of the batched index-nested-loop join of eytzgpu:
  *		the planner/executor (eytzjoin.c, eytzjoinexec.c), the CPU batched
- *		search and layout image cache (eytzbatch.c) and the GPU residency glue
- *		(eytzdevice.c).
+ *		search and layout image cache (eytzbatch.c), the GPU residency glue
+ *		(eytzdevice.c) and the cache mechanism both use (eytzcache.c).
  *
  * The GPU boundary is deliberately narrow: "make generation G of this index
  * resident" (eytz_device_acquire) and "look up this batch"
@@ -42,22 +42,40 @@ typedef struct EytzMatchBuf
 	uint64		cap;
 } EytzMatchBuf;
 
-/*
- * A cached, read-only copy of one generation of an index's layout.  Pinned
- * by running scans (refcount); a relcache invalidation unlinks it from the
- * cache and the last unpin frees it.
- */
-typedef struct EytzImage
+/* eytzcache.c: per-backend caches of pinned index copies (CPU images, GPU copies) */
+typedef struct EytzCacheEntry
 {
 	Oid			indexoid;
 	Oid			relfilenode;
 	uint64		generation;
-	EytzLayoutImage img;
 	Size		bytes;
-	int			refcount;
+	int			refcount;		/* scans pinning it */
 	bool		cached;			/* still linked into the cache */
 	uint64		last_used;
-	struct EytzImage *next;
+	struct EytzCacheEntry *next;
+} EytzCacheEntry;
+
+typedef struct EytzCache
+{
+	EytzCacheEntry *head;
+	Size		bytes;			/* of the linked entries */
+	uint64		clock;			/* for last_used */
+	void		(*free_entry) (EytzCacheEntry *entry);
+} EytzCache;
+
+extern void eytz_cache_unlink(EytzCache *cache, EytzCacheEntry *entry);
+extern void eytz_cache_drop(EytzCache *cache, Oid indexoid, bool (*keep) (EytzCacheEntry *entry));
+extern bool eytz_cache_make_room(EytzCache *cache, Size need, Size limit);
+extern EytzCacheEntry *eytz_cache_pin(EytzCache *cache, Relation index, uint64 generation);
+extern bool eytz_cache_add(EytzCache *cache, EytzCacheEntry *entry, Relation index, uint64 generation,
+						   Size bytes, int refcount, Size limit);
+extern void eytz_cache_release(EytzCache *cache, EytzCacheEntry *entry);
+
+/* A cached, read-only copy of one generation of an index's layout */
+typedef struct EytzImage
+{
+	EytzCacheEntry ce;			/* first: the cache links images by it */
+	EytzLayoutImage img;
 } EytzImage;
 
 /* eytzbatch.c */

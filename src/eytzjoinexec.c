@@ -288,12 +288,7 @@ eytz_join_start(EytzJoinState *st)
 		eytz_read_meta(st->index, &after);
 		if (ok && after.generation == st->meta.generation)
 			break;
-		if (st->gpu)
-			eytz_device_release(st->gpu);
-		if (st->image)
-			eytz_image_release(st->image);
-		st->gpu = NULL;
-		st->image = NULL;
+		eytz_unpin(st);
 		if (attempt > 1000)
 			elog(ERROR, "eytzgpu index \"%s\" keeps changing under the join",
 				 RelationGetRelationName(st->index));

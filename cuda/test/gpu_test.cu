@@ -29,12 +29,7 @@ static uint64_t rng_state;
 static uint64_t
 rnd(void)
 {
-	/* splitmix64 */
-	uint64_t	z = (rng_state += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
+	return eytzref_random(&rng_state);
 }
 
 #define FAIL(...) do { failed++; if (failed < 30) { printf("FAIL: "); printf(__VA_ARGS__); printf("\n"); } } while (0)
@@ -151,6 +146,18 @@ make_queries(const Data &d, uint64_t nq, bool ranges, std::vector<uint64_t> &lo,
 			}
 		}
 	}
+}
+
+/* A point result: NO_MATCH for a miss, else the payload of one of the key's matches */
+static bool
+point_result_ok(const Data &d, uint64_t key, uint64_t got)
+{
+	uint64_t	first,
+				c = eytzref_sorted_range(d.sk.data(), d.n, key, key, &first);
+
+	if (c == 0)
+		return got == eytzk::NO_MATCH;
+	return std::find(d.sp.begin() + first, d.sp.begin() + first + c, got) != d.sp.begin() + first + c;
 }
 
 static bool
@@ -398,19 +405,7 @@ test_point_kernels(const Data &d, bool quick)
 		cudaMemcpy(out.data(), dout, nq * 8, cudaMemcpyDeviceToHost);
 		for (uint64_t i = 0; i < nq && ok; i++)
 		{
-			uint64_t	first,
-						c = eytzref_sorted_range(d.sk.data(), n, lo[i], lo[i], &first);
-
-			if (c == 0)
-				ok = out[i] == NO_MATCH;
-			else
-			{
-				/* any of the matches: payloads of sorted [first, first + c) */
-				ok = false;
-				for (uint64_t r = first; r < first + c; r++)
-					if (d.sp[r] == out[i])
-						ok = true;
-			}
+			ok = point_result_ok(d, lo[i], out[i]);
 			if (!ok)
 				FAIL("point kernel %zu (algo %d aos %d lsort %d pin %u): n=%llu k=%u kw=%d query %llu got %llx",
 					 v, vs[v].algo, vs[v].aos, vs[v].lsort, vs[v].pin, (unsigned long long) n, d.k, d.kw,
@@ -498,9 +493,6 @@ test_point_kernels(const Data &d, bool quick)
 			cudaMemcpy(out.data(), dout, nq * 8, cudaMemcpyDeviceToHost);
 			for (uint64_t i = 0; i < nq && ok; i++)
 			{
-				uint64_t	first,
-							c = eytzref_sorted_range(d.sk.data(), n, lo[i], lo[i], &first);
-
 				if (pos)
 				{
 					/* the lower-bound slot: its key is the smallest key >= the query */
@@ -521,15 +513,8 @@ test_point_kernels(const Data &d, bool quick)
 					else
 						ok = out[i] < n && (KT) d.ek[out[i]] == (KT) d.sk[lb];
 				}
-				else if (c == 0)
-					ok = out[i] == NO_MATCH;
 				else
-				{
-					ok = false;
-					for (uint64_t r = first; r < first + c; r++)
-						if (d.sp[r] == out[i])
-							ok = true;
-				}
+					ok = point_result_ok(d, lo[i], out[i]);
 				if (!ok)
 					FAIL("point fast path %d: n=%llu k=%u kw=%d query %llu got %llx", f, (unsigned long long) n,
 						 d.k, d.kw, (unsigned long long) i, (unsigned long long) out[i]);
@@ -641,11 +626,7 @@ test_fused_sizes(int kw, uint32_t k, bool quick)
 		cudaMemcpy(out.data(), dout, nq * 8, cudaMemcpyDeviceToHost);
 		for (uint64_t i = 0; i < nq && ok; i++)
 		{
-			uint64_t	first,
-						c = eytzref_sorted_range(d.sk.data(), n, lo[i], lo[i], &first);
-
-			ok = c == 0 ? out[i] == NO_MATCH : std::find(d.sp.begin() + first, d.sp.begin() + first + c, out[i]) !=
-				d.sp.begin() + first + c;
+			ok = point_result_ok(d, lo[i], out[i]);
 			if (!ok)
 				FAIL("fused write-back %d kw=%d k=%u n=%llu nq=%llu: query %llu got %llx", sb, kw, k,
 					 (unsigned long long) n, (unsigned long long) nq, (unsigned long long) i,
