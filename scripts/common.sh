@@ -2,7 +2,7 @@
 # Installs what is missing (Debian 12), builds and installs the extension, and
 # starts/stops a throwaway PostgreSQL 15 cluster run by an ordinary OS user.
 
-PGBIN=/usr/lib/postgresql/15/bin
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 export PATH="$PGBIN:$PATH"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
