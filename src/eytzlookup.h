@@ -1,0 +1,86 @@
+/*
+ * eytzlookup.h
+ *		The lookup seam of the batched join: the executor's only way to an
+ *		eytzgpu index's entries (implemented in eytzlookup.c).
+ *
+ * A scan pins one generation-consistent view of the index (the GPU copy, the
+ * CPU layout image or the index pages through the buffer manager, plus the
+ * pending list), submits batches of key ranges and reads back each batch's
+ * matches as (heap TID, batch row) pairs sorted by TID, tombstones dropped,
+ * in chunks of at most the size the caller asks for, so that memory stays
+ * bounded whatever the duplicates.  Which device answers, the fallback from
+ * the GPU to the CPU and its message, and the cost of a cold start live
+ * here; the executor knows none of them.
+ */
+#ifndef EYTZLOOKUP_H
+#define EYTZLOOKUP_H
+
+#include "eytzgpu.h"
+
+/* One match: a packed TID (eytz_tid_pack) and the batch row that asked */
+typedef struct EytzMatch
+{
+	uint64		tid;
+	uint32		row;
+	uint32		unused;
+} EytzMatch;
+
+/* What a view did so far (EXPLAIN ANALYZE) */
+typedef struct EytzLookupStats
+{
+	const char *device;			/* what answered: "gpu", "cpu", "cpu (index pages)" */
+	const char *cpu_reason;		/* why the CPU answered although a GPU was
+								 * allowed, or NULL */
+	uint64		batches;
+	uint64		lookups;		/* key ranges submitted */
+	uint64		matches;		/* matches returned */
+	uint64		gpu_batches;
+	double		acquire_ms;		/* pinning the view: image load, upload, pending list */
+	double		search_ms;		/* CPU search (image or pages) */
+	double		transfer_ms;	/* GPU copies in and out */
+	double		kernel_ms;		/* GPU kernels */
+	double		sort_ms;		/* host-side sorting of matches by TID */
+} EytzLookupStats;
+
+typedef struct EytzLookup EytzLookup;
+
+/*
+ * Pin a view of index for one scan (until eytz_lookup_end or the end of the
+ * transaction, whichever comes first).  expected_keys is the planner's
+ * estimate of the keys the scan will submit, used to choose between the
+ * index pages, the CPU image and the GPU.  Memory comes from cxt.
+ */
+extern EytzLookup *eytz_lookup_begin(Relation index, double expected_keys,
+									 MemoryContext cxt);
+
+/*
+ * Start a batch: nq closed key ranges [lo[i], hi[i]] (encoded keys), asked
+ * for by batch rows rows[i].  The arrays must stay valid until the batch's
+ * matches have all been read.  Any matches of the previous batch not read
+ * yet are dropped.
+ */
+extern void eytz_lookup_submit(EytzLookup *lk, const uint64 *lo,
+							   const uint64 *hi, const uint32 *rows,
+							   uint32 nq);
+
+/*
+ * The next at most max (>= 1) matches of the current batch, sorted by (tid,
+ * row); each (tid, row) is returned at most once per batch.  *matches stays
+ * valid until the next call on lk.  Returns 0 when the batch is exhausted.
+ */
+extern uint32 eytz_lookup_next(EytzLookup *lk, uint32 max,
+							   const EytzMatch **matches);
+
+extern const EytzLookupStats *eytz_lookup_stats(const EytzLookup *lk);
+
+extern void eytz_lookup_end(EytzLookup *lk);
+
+/*
+ * For the planner: the cost of pinning a view of indexoid for a scan that
+ * will submit about nkeys keys (0 when what it needs is resident), and the
+ * cost of one key's search on the device that would answer.
+ */
+extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys,
+								  Cost *startup_cost, Cost *per_key_cost);
+
+#endif							/* EYTZLOOKUP_H */
