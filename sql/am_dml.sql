@@ -67,16 +67,14 @@ SELECT pending, dead FROM eytzgpu_info('dml_idx');
 SELECT eytzgpu_verify('dml_idx');
 SELECT * FROM am_check('dml_idx', am_battery('dml_idx', '{}', true));
 
--- repeated merges of a growing index reuse the freed blocks: the file stays
--- within a few times the size of a fresh build
-DO $$
-BEGIN
-	FOR i IN 1 .. 20 LOOP
-		INSERT INTO dml (k) SELECT (random() * 20000)::int4 - 10000 FROM generate_series(1, 400);
-		PERFORM eytzgpu_merge('dml_idx');
-	END LOOP;
-END
-$$;
+-- repeated merges of a growing index, each in its own transaction, reuse
+-- the blocks of the generations no transaction can read any more: the file
+-- stays within a few times the size of a fresh build
+\o /dev/null
+SELECT 'INSERT INTO dml (k) SELECT (random() * 20000)::int4 - 10000 FROM generate_series(1, 400)',
+	   $$SELECT eytzgpu_merge('dml_idx')$$
+  FROM generate_series(1, 20) \gexec
+\o
 SELECT eytzgpu_verify('dml_idx');
 SELECT * FROM am_check('dml_idx', am_battery('dml_idx', '{}', true));
 SELECT pages AS pages_merged FROM eytzgpu_info('dml_idx') \gset

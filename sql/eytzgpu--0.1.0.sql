@@ -16,9 +16,9 @@ CREATE FUNCTION eytzgpu_info(idx regclass,
 	RETURNS record AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 COMMENT ON FUNCTION eytzgpu_info(regclass) IS 'layout, fan-out, sizes and generation of an eytzgpu index';
 
-CREATE FUNCTION eytzgpu_verify(idx regclass) RETURNS boolean
+CREATE FUNCTION eytzgpu_verify(idx regclass, heapallindexed boolean DEFAULT false) RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
-COMMENT ON FUNCTION eytzgpu_verify(regclass) IS 'check every invariant of an eytzgpu index; raises an error naming the first violation';
+COMMENT ON FUNCTION eytzgpu_verify(regclass, boolean) IS 'check every invariant of an eytzgpu index (and with heapallindexed that every live table row has its entry); raises an error naming the first violation';
 
 CREATE FUNCTION eytzgpu_merge(idx regclass) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT;

@@ -13,7 +13,10 @@
  *	  Deleted entries keep their key and get an invalid TID (a tombstone).
  *	- pending pages: a linked list of unsorted (key, TID) entries inserted
  *	  since the last build or merge; every scan searches them too.
- *	- free pages: left over by merges and recorded in the free space map.
+ *	- retired pages: the region and pending list of an older generation,
+ *	  listed in the metapage after EytzMetaPageData (EytzRetired) with the
+ *	  transaction horizon after which no scan can still read them;
+ *	- free pages: recycled retired pages, recorded in the free space map.
  */
 #ifndef EYTZGPU_H
 #define EYTZGPU_H
@@ -108,11 +111,32 @@ typedef struct EytzMetaPageData
 	BlockNumber pending_tail;
 	uint64		npending;
 	uint32		pending_limit;	/* merge when npending reaches it */
+	uint32		nretired;		/* EytzRetired records after this struct */
 } EytzMetaPageData;
 
 typedef EytzMetaPageData *EytzMetaPage;
 
 #define EytzPageGetMeta(page) ((EytzMetaPage) PageGetContents(page))
+
+/*
+ * The pages of a generation that a merge replaced: reusable once no
+ * transaction that may have read the metapage naming them is running, i.e.
+ * once GlobalVisCheckRemovableFullXid(NULL, stamp) (as nbtree's deleted pages).
+ */
+typedef struct EytzRetired
+{
+	FullTransactionId stamp;	/* the XID of the merge that retired it */
+	BlockNumber region_start;	/* the old layout region, or InvalidBlockNumber */
+	uint32		region_len;
+	BlockNumber pending_head;	/* the old pending list (still linked) */
+	uint32		unused;
+} EytzRetired;
+
+/* at most this many retired generations wait for the horizon */
+#define EYTZ_MAX_RETIRED	256
+
+#define EytzPageGetRetired(page) \
+	((EytzRetired *) ((char *) PageGetContents(page) + MAXALIGN(sizeof(EytzMetaPageData))))
 
 /* reloptions */
 typedef struct EytzOptions
@@ -168,14 +192,72 @@ extern bytea *eytz_options(Datum reloptions, bool validate);
 extern void eytz_init_page(Page page, uint16 flags);
 extern void eytz_init_metapage(Page page, int key_width, int layout, int fanout,
 							   int pending_limit);
-extern void eytz_read_meta(Relation index, EytzMetaPageData *meta);
 extern int	eytz_keys_per_page(int key_width, int fanout);
 extern void eytz_choose_layout(Relation index, uint64 n, int key_width,
 							   int *layout, int *fanout, int *pending_limit);
 extern const char *eytz_layout_name(int layout);
-extern Buffer eytz_new_buffer(Relation index, const EytzMetaPageData *meta);
-extern bool eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno);
 extern char *eytz_buildphasename(int64 phasenum);
+
+/* eytzpage.c: every read of the index's pages, checked (see the file header) */
+#define EYTZ_CORRUPT(index, blkno, ...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_INDEX_CORRUPTED), \
+			 errmsg("eytzgpu index \"%s\" is corrupted at block %u", \
+					RelationGetRelationName(index), (unsigned) (blkno)), \
+			 errdetail(__VA_ARGS__), \
+			 errhint("Check it with eytzgpu_verify() and REINDEX it.")))
+
+extern void eytz_read_meta(Relation index, EytzMetaPageData *meta);
+extern void eytz_check_page(Relation index, const EytzMetaPageData *meta,
+							Page page, BlockNumber blkno, uint16 flags,
+							Size bytes);
+extern bool eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno);
+extern bool eytz_block_retired_region(Page metapage, BlockNumber blkno);
+extern Buffer eytz_new_buffer(Relation index, Page metapage);
+
+/* Random access to the slots of one generation's layout region */
+typedef struct EytzRegionReader
+{
+	Relation	index;
+	EytzMetaPageData meta;
+	BufferAccessStrategy strategy;
+	Buffer		keybuf;			/* pinned and share-locked, or invalid */
+	uint32		keypage;
+	const char *keys;
+	Buffer		tidbuf;
+	uint32		tidpage;
+	const ItemPointerData *tids;
+} EytzRegionReader;
+
+extern void eytz_region_begin(EytzRegionReader *r, Relation index,
+							  const EytzMetaPageData *meta,
+							  BufferAccessStrategy strategy);
+extern uint64 eytz_region_key(EytzRegionReader *r, uint64 slot);
+extern bool eytz_region_tid(EytzRegionReader *r, uint64 slot, ItemPointer tid);
+extern void eytz_region_release(EytzRegionReader *r);
+extern void eytz_region_load(Relation index, const EytzMetaPageData *meta,
+							 BufferAccessStrategy strategy, void *keys,
+							 uint64 *tids);
+extern void eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
+									EytzPairs *pairs);
+
+/* One page at a time along one generation's pending list */
+typedef struct EytzPendingReader
+{
+	Relation	index;
+	EytzMetaPageData meta;
+	BlockNumber next;			/* next page to read, or InvalidBlockNumber */
+	BlockNumber nblocks;		/* file size seen, bounds the walk */
+	BlockNumber steps;
+} EytzPendingReader;
+
+extern void eytz_pending_begin(EytzPendingReader *pr, Relation index,
+							   const EytzMetaPageData *meta);
+extern int	eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
+							  BlockNumber *blkno);
+extern bool eytz_read_pending(Relation index, const EytzMetaPageData *meta,
+							  EytzPendingEntry **entries, uint64 *n,
+							  BlockNumber **blocks, int *nblocks);
 
 /* eytzkeys.c */
 extern const EytzKeyType *eytz_key_type(Oid typid);
@@ -205,12 +287,11 @@ extern BlockNumber eytz_write_layout(Relation index, EytzPairs *pairs,
 extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);
 
 /* eytzsearch.c */
-extern bool eytz_read_pending(Relation index, const EytzMetaPageData *meta,
-							  EytzPendingEntry **entries, uint64 *n,
-							  BlockNumber **blocks, int *nblocks);
-extern void eytz_collect_tids(Relation index, const EytzRange *ranges,
-							  int nranges, ItemPointerData **tids,
-							  int64 *ntids);
+typedef struct EytzSearch EytzSearch;
+extern EytzSearch *eytz_search_begin(Relation index, const EytzRange *ranges,
+									 int nranges);
+extern int	eytz_search_next(EytzSearch *s, ItemPointerData *tids, int max);
+extern void eytz_search_end(EytzSearch *s);
 
 /* eytzscan.c */
 extern IndexScanDesc eytz_beginscan(Relation r, int nkeys, int norderbys);
@@ -228,7 +309,8 @@ extern bool eytz_insert(Relation index, Datum *values, bool *isnull,
 extern void eytz_pending_append(Relation index, uint64 key, ItemPointer tid);
 
 /* eytzmerge.c */
-extern bool eytz_merge(Relation index, bool wait);
+extern bool eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn);
+extern void eytz_recycle(Relation index);
 
 /* eytzvacuum.c */
 extern IndexBulkDeleteResult *eytz_bulkdelete(IndexVacuumInfo *info,

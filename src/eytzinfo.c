@@ -2,14 +2,25 @@
  * eytzinfo.c
  *		SQL functions eytzgpu_info() and eytzgpu_verify().
  *
- * eytzgpu_verify() is the amcheck of eytzgpu: it re-derives every property
- * the search relies on from the pages and raises ERRCODE_INDEX_CORRUPTED
- * naming the first violation.
+ * eytzgpu_verify() is the amcheck of eytzgpu: through the page layer it
+ * re-derives every property the search relies on (eytzpage.c), checks that
+ * every TID points into the table, and with heapallindexed that every live
+ * heap tuple has its entry (as amcheck's bt_index_check(index, true)); it
+ * raises ERRCODE_INDEX_CORRUPTED naming the first violation.
+ *
+ * Both functions reveal what the table holds, so they require SELECT on the
+ * table (or pg_monitor), checked before anything is locked.  verify holds
+ * the merge lock in share mode, as inserts do: merges and VACUUM wait,
+ * writers do not.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
@@ -18,7 +29,9 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "eytzgpu.h"
 
@@ -44,10 +57,25 @@ eytz_open_index(Oid indexoid, LOCKMODE lockmode)
 	return index;
 }
 
+/*
+ * The caller may read what the index says about its table: SELECT on the
+ * table, or pg_monitor.  Checked from the catalogs, before any lock.
+ */
+static void
+check_read_privilege(Oid indexoid)
+{
+	Oid			heapoid = IndexGetRelation(indexoid, true);
+
+	if (OidIsValid(heapoid) &&
+		pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_MONITOR))
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(heapoid));
+}
+
 Datum
 eytzgpu_info(PG_FUNCTION_ARGS)
 {
-	Relation	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock);
+	Relation	index;
 	EytzMetaPageData meta;
 	TupleDesc	tupdesc;
 	Datum		values[10];
@@ -56,6 +84,8 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	check_read_privilege(PG_GETARG_OID(0));
+	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock);
 	eytz_read_meta(index, &meta);
 	nblocks = RelationGetNumberOfBlocks(index);
 	relation_close(index, AccessShareLock);
@@ -73,171 +103,190 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-#define CORRUPT(index, ...) \
-	ereport(ERROR, \
-			(errcode(ERRCODE_INDEX_CORRUPTED), \
-			 errmsg("eytzgpu index \"%s\" is corrupted", RelationGetRelationName(index)), \
-			 errdetail(__VA_ARGS__)))
-
-/* Copy the contents of a run of data pages of one type into dst */
-static void
-read_region(Relation index, BlockNumber start, uint32 npages, uint16 flags,
-			Size per_page, Size width, uint64 n, char *dst)
+/* heapallindexed: the index's entries, sorted, probed by every heap tuple */
+typedef struct HeapCheckState
 {
-	uint32		p;
-	uint64		done = 0;
+	Relation	index;
+	const EytzKeyType *kt;
+	EytzPairs  *entries;
+	int64		tuples;
+} HeapCheckState;
 
-	for (p = 0; p < npages; p++)
+static bool
+entry_present(const EytzPairs *p, uint64 key, uint64 tid)
+{
+	uint64		lo = 0,
+				hi = p->n;
+
+	while (lo < hi)
 	{
-		Buffer		buf = ReadBuffer(index, start + p);
-		Page		page;
-		uint64		cnt = Min(per_page, n - done);
+		uint64		mid = lo + (hi - lo) / 2;
 
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != flags ||
-			EytzPageGetOpaque(page)->page_id != EYTZ_PAGE_ID)
-			CORRUPT(index, "Block %u should be a %s page.", start + p,
-					flags == EYTZ_PAGE_KEYS ? "key" : "TID");
-		if (((PageHeader) page)->pd_lower != MAXALIGN(SizeOfPageHeaderData) + cnt * width)
-			CORRUPT(index, "Block %u holds %u bytes of entries, expected " UINT64_FORMAT ".",
-					start + p,
-					(unsigned) (((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData)),
-					(uint64) (cnt * width));
-		memcpy(dst + done * width, PageGetContents(page), cnt * width);
-		done += cnt;
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
+		if (p->keys[mid] < key || (p->keys[mid] == key && p->tids[mid] < tid))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo < p->n && p->keys[lo] == key && p->tids[lo] == tid;
 }
 
+static void
+heap_tuple_check(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+				 bool tupleIsAlive, void *arg)
+{
+	HeapCheckState *hs = (HeapCheckState *) arg;
+
+	/* NULLs are not indexed */
+	if (isnull[0])
+		return;
+	hs->tuples++;
+	if (!entry_present(hs->entries, hs->kt->encode(values[0]), eytz_tid_pack(tid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("eytzgpu index \"%s\" lacks an entry for heap tuple (%u,%u)",
+						RelationGetRelationName(hs->index),
+						ItemPointerGetBlockNumber(tid),
+						ItemPointerGetOffsetNumber(tid)),
+				 errhint("REINDEX the index.")));
+	if ((hs->tuples & 0xFFFF) == 0)
+		CHECK_FOR_INTERRUPTS();
+}
+
+/* Probe the sorted entries with every heap tuple the snapshot sees */
+static void
+check_heap_all_indexed(Relation heap, Relation index, Snapshot snapshot,
+					   EytzPairs *entries)
+{
+	HeapCheckState hs;
+	IndexInfo  *indexInfo = BuildIndexInfo(index);
+	TableScanDesc scan;
+
+	/* as amcheck: the scan's snapshot decides which tuples must be there */
+	indexInfo->ii_Concurrent = true;
+	indexInfo->ii_Unique = false;
+	indexInfo->ii_ExclusionOps = NULL;
+	indexInfo->ii_ExclusionProcs = NULL;
+	indexInfo->ii_ExclusionStrats = NULL;
+	hs.index = index;
+	hs.kt = eytz_index_key_type(index);
+	hs.entries = entries;
+	hs.tuples = 0;
+	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
+	table_index_build_scan(heap, index, indexInfo, true, false,
+						   heap_tuple_check, &hs, scan);
+}
+
+/* Every TID of the entries points below the table's end */
+static void
+check_tid_blocks(Relation index, const EytzPairs *p, BlockNumber heap_nblocks,
+				 BlockNumber where)
+{
+	uint64		i;
+
+	for (i = 0; i < p->n; i++)
+		if (eytz_tid_block(p->tids[i]) >= heap_nblocks)
+			EYTZ_CORRUPT(index, where,
+						 "TID (%u,%u) points past the end of the table (%u blocks).",
+						 eytz_tid_block(p->tids[i]), eytz_tid_offset(p->tids[i]),
+						 heap_nblocks);
+}
+
+/*
+ * eytzgpu_verify(index regclass, heapallindexed boolean DEFAULT false)
+ */
 Datum
 eytzgpu_verify(PG_FUNCTION_ARGS)
 {
-	Relation	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock);
+	Oid			indexoid = PG_GETARG_OID(0);
+	bool		heapallindexed = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
+	Oid			heapoid;
+	Relation	heap;
+	Relation	index;
+	Snapshot	snapshot = InvalidSnapshot;
 	EytzMetaPageData meta;
-	EytzShape	shape;
-	BlockNumber nblocks;
-	uint64		n;
-	char	   *keys;
-	ItemPointerData *tids;
-	uint64	   *slot_of_rank;
-	uint64		t,
-				r,
-				dead = 0,
-				npending = 0;
+	EytzMetaPageData after;
+	EytzPairs	layout;
+	EytzPairs	pending;
+	EytzPendingReader pr;
+	EytzPendingEntry *page;
 	BlockNumber blkno,
-				last = InvalidBlockNumber;
-	uint32		steps = 0;
+				last = InvalidBlockNumber,
+				heap_nblocks;
+	int			count,
+				i;
 
-	/* no merge or insert while we look */
-	LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	check_read_privilege(indexoid);
+	/* the table first, as every index user locks them */
+	heapoid = IndexGetRelation(indexoid, true);
+	heap = OidIsValid(heapoid) ? table_open(heapoid, AccessShareLock) : NULL;
+	index = eytz_open_index(indexoid, AccessShareLock);
+	if (heapallindexed)
+	{
+		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+		if (!index->rd_index->indisvalid ||
+			(index->rd_index->indcheckxmin &&
+			 !TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
+									snapshot->xmin)))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("index \"%s\" cannot be verified using the transaction's snapshot",
+							RelationGetRelationName(index)),
+					 errdetail("The index is not valid yet, or too new for the snapshot.")));
+	}
+
+	/* no merge or VACUUM while we look; inserts go on */
+	LockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
 	eytz_read_meta(index, &meta);
-	nblocks = RelationGetNumberOfBlocks(index);
-	n = meta.nentries;
+	heap_nblocks = RelationGetNumberOfBlocks(heap);
 
-	if (meta.key_width != 4 && meta.key_width != 8)
-		CORRUPT(index, "Key width %u is neither 4 nor 8.", meta.key_width);
-	if (!eytz_fanout_valid(meta.fanout))
-		CORRUPT(index, "Fan-out %u is not of the form 2^p + 1.", meta.fanout);
-	if ((meta.layout == EYTZ_LAYOUT_EBS) != (meta.fanout == 2) ||
-		(meta.layout != EYTZ_LAYOUT_EBS && meta.layout != EYTZ_LAYOUT_EKS))
-		CORRUPT(index, "Layout %u does not match fan-out %u.", meta.layout, meta.fanout);
-	shape = eytz_shape(n, meta.fanout);
-	if (meta.levels != shape.levels)
-		CORRUPT(index, "Metapage says %u levels, " UINT64_FORMAT " entries need %u.",
-				meta.levels, n, shape.levels);
-	if (meta.keys_per_page != (uint32) eytz_keys_per_page(meta.key_width, meta.fanout))
-		CORRUPT(index, "Metapage says %u keys per page, expected %d.",
-				meta.keys_per_page, eytz_keys_per_page(meta.key_width, meta.fanout));
-	if (meta.nkeypages != (n + meta.keys_per_page - 1) / meta.keys_per_page ||
-		meta.ntidpages != (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE)
-		CORRUPT(index, "Page counts %u/%u do not fit " UINT64_FORMAT " entries.",
-				meta.nkeypages, meta.ntidpages, n);
-	if (n > 0 && (meta.keys_start == EYTZ_METAPAGE_BLKNO ||
-				  meta.tids_start != meta.keys_start + meta.nkeypages ||
-				  meta.tids_start + meta.ntidpages > nblocks))
-		CORRUPT(index, "Layout region at block %u does not fit in %u blocks.",
-				meta.keys_start, nblocks);
+	eytz_pairs_init(&layout, 0);
+	eytz_region_load_sorted(index, &meta, &layout);
+	check_tid_blocks(index, &layout, heap_nblocks, meta.tids_start);
 
-	keys = MemoryContextAllocHuge(CurrentMemoryContext, Max(n, 1) * meta.key_width);
-	tids = MemoryContextAllocHuge(CurrentMemoryContext, Max(n, 1) * sizeof(ItemPointerData));
-	slot_of_rank = MemoryContextAllocHuge(CurrentMemoryContext, Max(n, 1) * sizeof(uint64));
-	if (n > 0)
+	eytz_pairs_init(&pending, 0);
+	page = palloc(sizeof(EytzPendingEntry) * EYTZ_PENDING_PER_PAGE);
+	eytz_pending_begin(&pr, index, &meta);
+	while ((count = eytz_pending_next(&pr, page, &blkno)) >= 0)
 	{
-		read_region(index, meta.keys_start, meta.nkeypages, EYTZ_PAGE_KEYS,
-					meta.keys_per_page, meta.key_width, n, keys);
-		read_region(index, meta.tids_start, meta.ntidpages, EYTZ_PAGE_TIDS,
-					EYTZ_TIDS_PER_PAGE, sizeof(ItemPointerData), n, (char *) tids);
-	}
-
-	/* in-order (rank order) the entries must ascend by (key, TID) */
-	for (t = 0; t < n; t++)
-		slot_of_rank[eytz_sorted_rank(&shape, t)] = t;
-	for (r = 0; r < n; r++)
-	{
-		uint64		s = slot_of_rank[r];
-		ItemPointer tid = &tids[s];
-
-		if (ItemPointerGetBlockNumberNoCheck(tid) == InvalidBlockNumber)
-			dead++;
-		else if (ItemPointerGetOffsetNumberNoCheck(tid) == InvalidOffsetNumber)
-			CORRUPT(index, "Slot " UINT64_FORMAT " has an invalid TID.", s);
-		if (r > 0)
-		{
-			uint64		ps = slot_of_rank[r - 1];
-			uint64		pk = eytz_key_at(keys, meta.key_width, ps);
-			uint64		k = eytz_key_at(keys, meta.key_width, s);
-
-			if (pk > k)
-				CORRUPT(index, "Key at slot " UINT64_FORMAT " (rank " UINT64_FORMAT ") is smaller than its in-order predecessor at slot " UINT64_FORMAT ".",
-						s, r, ps);
-			if (pk == k &&
-				ItemPointerGetBlockNumberNoCheck(&tids[ps]) != InvalidBlockNumber &&
-				ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber &&
-				ItemPointerCompare(&tids[ps], tid) >= 0)
-				CORRUPT(index, "Equal keys at slots " UINT64_FORMAT " and " UINT64_FORMAT " are not in TID order.",
-						ps, s);
-		}
-		if ((r & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
-	if (dead != meta.ndead)
-		CORRUPT(index, "Metapage counts " UINT64_FORMAT " tombstones, the layout has " UINT64_FORMAT ".",
-				meta.ndead, dead);
-
-	for (blkno = meta.pending_head; blkno != InvalidBlockNumber;)
-	{
-		Buffer		buf;
-		Page		page;
-		EytzPageOpaque opaque;
-
-		if (blkno == EYTZ_METAPAGE_BLKNO || blkno >= nblocks ||
-			eytz_block_in_region(&meta, blkno) || ++steps > nblocks)
-			CORRUPT(index, "Pending list reaches invalid block %u.", blkno);
-		buf = ReadBuffer(index, blkno);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		opaque = EytzPageGetOpaque(page);
-		if (PageIsNew(page) || opaque->flags != EYTZ_PAGE_PENDING ||
-			opaque->count > EYTZ_PENDING_PER_PAGE)
-			CORRUPT(index, "Block %u in the pending list is not a valid pending page.", blkno);
-		npending += opaque->count;
+		for (i = 0; i < count; i++)
+			eytz_pairs_add(&pending, page[i].key, &page[i].tid);
 		last = blkno;
-		blkno = opaque->next;
-		UnlockReleaseBuffer(buf);
+		CHECK_FOR_INTERRUPTS();
 	}
-	if (npending != meta.npending)
-		CORRUPT(index, "Metapage counts " UINT64_FORMAT " pending entries, the list has " UINT64_FORMAT ".",
-				meta.npending, npending);
-	if (last != meta.pending_tail)
-		CORRUPT(index, "Pending list ends at block %u, the metapage says %u.",
-				last, meta.pending_tail);
+	check_tid_blocks(index, &pending, heap_nblocks, meta.pending_head);
 
-	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	/* inserts may have appended meanwhile, each counted with its entry */
+	eytz_read_meta(index, &after);
+	if (pending.n < meta.npending || pending.n > after.npending)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Metapage counts " UINT64_FORMAT " pending entries, the list has " UINT64_FORMAT ".",
+					 meta.npending, (uint64) pending.n);
+	if (pending.n == after.npending && last != after.pending_tail)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Pending list ends at block %u, the metapage says %u.",
+					 last, after.pending_tail);
+
+	if (heapallindexed)
+	{
+		uint64		j;
+
+		for (j = 0; j < pending.n; j++)
+		{
+			ItemPointerData tid;
+
+			eytz_tid_unpack(pending.tids[j], &tid);
+			eytz_pairs_add(&layout, pending.keys[j], &tid);
+		}
+		eytz_pairs_sort(&layout);
+		check_heap_all_indexed(heap, index, snapshot, &layout);
+		UnregisterSnapshot(snapshot);
+	}
+
+	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
 	relation_close(index, AccessShareLock);
-	pfree(keys);
-	pfree(tids);
-	pfree(slot_of_rank);
+	table_close(heap, AccessShareLock);
+	eytz_pairs_free(&layout);
+	eytz_pairs_free(&pending);
+	pfree(page);
 	PG_RETURN_BOOL(true);
 }

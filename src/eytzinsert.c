@@ -38,13 +38,23 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 
 	if (meta->pending_tail != InvalidBlockNumber)
 	{
+		Page		tail;
+		uint16		count;
+
 		tailbuf = ReadBuffer(index, meta->pending_tail);
 		LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
-		if (EytzPageGetOpaque(BufferGetPage(tailbuf))->count >= EYTZ_PENDING_PER_PAGE)
-			newbuf = eytz_new_buffer(index, meta);
+		tail = BufferGetPage(tailbuf);
+		/* never append into a page that is not the list's tail */
+		count = PageIsNew(tail) ? 0 : EytzPageGetOpaque(tail)->count;
+		if (count > EYTZ_PENDING_PER_PAGE || EytzPageGetOpaque(tail)->next != InvalidBlockNumber)
+			EYTZ_CORRUPT(index, meta->pending_tail, "The pending list's tail is not a valid last page.");
+		eytz_check_page(index, meta, tail, meta->pending_tail, EYTZ_PAGE_PENDING,
+						count * sizeof(EytzPendingEntry));
+		if (count >= EYTZ_PENDING_PER_PAGE)
+			newbuf = eytz_new_buffer(index, BufferGetPage(metabuf));
 	}
 	else
-		newbuf = eytz_new_buffer(index, meta);
+		newbuf = eytz_new_buffer(index, BufferGetPage(metabuf));
 
 	state = GenericXLogStart(index);
 	meta = EytzPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
@@ -102,6 +112,6 @@ eytz_insert(Relation index, Datum *values, bool *isnull,
 
 	eytz_read_meta(index, &meta);
 	if (meta.npending >= meta.pending_limit)
-		eytz_merge(index, false);
+		eytz_merge(index, false, NULL);
 	return false;
 }

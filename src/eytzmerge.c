@@ -1,15 +1,23 @@
 /*
  * eytzmerge.c
- *		Merging the pending list (and dropping tombstones) into a new layout.
+ *		Merging the pending list (and dropping tombstones) into a new layout,
+ *		and recycling the pages of retired generations.
  *
- * A merge reads every live entry of the layout and the pending list, sorts
- * them, and writes a new layout into blocks that neither the current region
- * nor the pending list use (the first run of free blocks that is long enough,
- * possibly extending the file), WAL-logged page by page.  Only then does one GenericXLog record switch
- * the metapage to the new region, empty the pending list and bump the
- * generation: a crash before it leaves the old index intact, and scans that
- * started before it finish on the old pages (see eytzsearch.c).  The old
- * pages are then handed to the free space map.
+ * A merge reads every live entry of the layout and the pending list through
+ * the page layer (which checks them: a damaged index is refused, never
+ * laundered into a valid-looking one), sorts them, and writes a new layout
+ * into the first run of blocks that is long enough among those no live or
+ * retired generation uses (possibly extending the file), WAL-logged.  Only
+ * then does one GenericXLog record switch the metapage to the new region,
+ * empty the pending list, bump the generation and retire the old region and
+ * pending list with the merge's XID as their stamp: a crash before it
+ * leaves the old index intact, and scans that read the old metapage finish
+ * on the old pages, which nothing overwrites until
+ * GlobalVisCheckRemovableFullXid() says no transaction that could have read
+ * that metapage is left (as nbtree recycles deleted pages).  Retired pages
+ * past that horizon become free: pending pages are marked free, all free
+ * blocks go to the free space map, and a free tail of the file is truncated
+ * (under a conditional AccessExclusiveLock, as VACUUM truncates a heap).
  *
  * Merges run under the metapage's heavyweight page lock in exclusive mode,
  * which keeps inserts and VACUUM out.
@@ -17,94 +25,54 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/relation.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/xlog.h"
-#include "funcapi.h"
+#include "catalog/storage.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
-#include "utils/builtins.h"
-#include "utils/rel.h"
-#include "access/relation.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "eytzgpu.h"
 
 PG_FUNCTION_INFO_V1(eytzgpu_merge);
 
-/* Add the live layout entries to pairs */
-static void
-read_layout(Relation index, const EytzMetaPageData *meta, EytzPairs *pairs)
-{
-	uint64		n = meta->nentries;
-	uint64		keypos = 0;
-	uint32		p;
-	uint64	   *keys;
-
-	if (n == 0)
-		return;
-	/* keys first (slot order), then TIDs page by page */
-	keys = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
-	for (p = 0; p < meta->nkeypages; p++)
-	{
-		Buffer		buf = ReadBuffer(index, meta->keys_start + p);
-		char	   *c;
-		uint64		cnt = Min(meta->keys_per_page, n - keypos);
-		uint64		i;
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		c = PageGetContents(BufferGetPage(buf));
-		for (i = 0; i < cnt; i++)
-			keys[keypos++] = eytz_key_at(c, meta->key_width, i);
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
-	keypos = 0;
-	for (p = 0; p < meta->ntidpages; p++)
-	{
-		Buffer		buf = ReadBuffer(index, meta->tids_start + p);
-		ItemPointerData *tids;
-		uint64		cnt = Min(EYTZ_TIDS_PER_PAGE, n - keypos);
-		uint64		i;
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		tids = (ItemPointerData *) PageGetContents(BufferGetPage(buf));
-		for (i = 0; i < cnt; i++, keypos++)
-			if (ItemPointerGetBlockNumberNoCheck(&tids[i]) != InvalidBlockNumber)
-				eytz_pairs_add(pairs, keys[keypos], &tids[i]);
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
-	pfree(keys);
-}
-
-/* Add the pending entries to pairs; returns their blocks */
-static BlockNumber *
-read_pending(Relation index, const EytzMetaPageData *meta, EytzPairs *pairs,
-			 int *nblocks)
-{
-	EytzPendingEntry *entries;
-	BlockNumber *blocks;
-	uint64		n,
-				i;
-
-	/* merges hold the merge lock: the list cannot change under us */
-	if (!eytz_read_pending(index, meta, &entries, &n, &blocks, nblocks))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("eytzgpu index \"%s\": the pending list reaches a page that is not a pending page",
-						RelationGetRelationName(index))));
-	for (i = 0; i < n; i++)
-		eytz_pairs_add(pairs, entries[i].key, &entries[i].tid);
-	pfree(entries);
-	return blocks;
-}
-
+/* A set of blocks as sorted, disjoint extents */
 typedef struct BlockExtent
 {
 	BlockNumber start;
 	BlockNumber len;
 } BlockExtent;
+
+typedef struct BlockSet
+{
+	BlockExtent *ext;
+	int			n;
+	int			cap;
+} BlockSet;
+
+static void
+set_add(BlockSet *s, BlockNumber start, BlockNumber len)
+{
+	if (len == 0)
+		return;
+	if (s->n == s->cap)
+	{
+		s->cap = Max(s->cap * 2, 16);
+		s->ext = s->ext ? repalloc(s->ext, sizeof(BlockExtent) * s->cap)
+			: palloc(sizeof(BlockExtent) * s->cap);
+	}
+	s->ext[s->n].start = start;
+	s->ext[s->n++].len = len;
+}
 
 static int
 extent_cmp(const void *a, const void *b)
@@ -115,56 +83,305 @@ extent_cmp(const void *a, const void *b)
 	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-/*
- * First block of the lowest run of need blocks after the metapage that
- * neither the current region nor a pending page uses; the run may extend
- * past the end of the file.  Taking the first fit, rather than the end of
- * the file whenever block 1 does not fit, keeps an index that grows between
- * merges from growing its file by a whole layout at every merge: the regions
- * alternate between the start of the file and the space after the current
- * one.
- */
-static BlockNumber
-first_fit(BlockNumber need, BlockNumber cur_start, BlockNumber cur_len,
-		  const BlockNumber *pblocks, int npblocks)
+/* Sort and coalesce, so that lookups can bisect */
+static void
+set_normalize(BlockSet *s)
 {
-	BlockExtent *live = palloc(sizeof(BlockExtent) * (npblocks + 1));
-	int			nlive = 0;
-	BlockNumber cursor = EYTZ_METAPAGE_BLKNO + 1;
+	int			i,
+				out = 0;
+
+	if (s->n == 0)
+		return;
+	qsort(s->ext, s->n, sizeof(BlockExtent), extent_cmp);
+	for (i = 1; i < s->n; i++)
+	{
+		BlockExtent *last = &s->ext[out];
+
+		if (s->ext[i].start <= last->start + last->len)
+			last->len = Max(last->len, s->ext[i].start + s->ext[i].len - last->start);
+		else
+			s->ext[++out] = s->ext[i];
+	}
+	s->n = out + 1;
+}
+
+static bool
+set_has(const BlockSet *s, BlockNumber b)
+{
+	int			lo = 0,
+				hi = s->n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (b < s->ext[mid].start)
+			hi = mid - 1;
+		else if (b >= s->ext[mid].start + s->ext[mid].len)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* One past the last block of a normalized set */
+static BlockNumber
+set_end(const BlockSet *s)
+{
+	return s->n > 0 ? s->ext[s->n - 1].start + s->ext[s->n - 1].len : 0;
+}
+
+/* First block of the lowest run of need blocks outside a normalized set */
+static BlockNumber
+set_first_fit(const BlockSet *s, BlockNumber need)
+{
+	BlockNumber cursor = 0;
 	int			i;
 
-	if (cur_len > 0)
+	for (i = 0; i < s->n; i++)
 	{
-		live[nlive].start = cur_start;
-		live[nlive++].len = cur_len;
-	}
-	for (i = 0; i < npblocks; i++)
-	{
-		live[nlive].start = pblocks[i];
-		live[nlive++].len = 1;
-	}
-	qsort(live, nlive, sizeof(BlockExtent), extent_cmp);
-	for (i = 0; i < nlive; i++)
-	{
-		if (live[i].start >= cursor && live[i].start - cursor >= need)
+		if (s->ext[i].start >= cursor && s->ext[i].start - cursor >= need)
 			break;
-		cursor = Max(cursor, live[i].start + live[i].len);
+		cursor = Max(cursor, s->ext[i].start + s->ext[i].len);
 	}
-	pfree(live);
 	return cursor;
+}
+
+/* What a merge or VACUUM may reuse, and what it must keep */
+typedef struct Recycling
+{
+	EytzRetired keep[EYTZ_MAX_RETIRED]; /* retired, still readable */
+	int			nkeep;
+	int			nrecycled;		/* retired generations past the horizon */
+	BlockSet	live;			/* metapage, current and kept generations */
+	BlockNumber *tofree;		/* pending pages of the recycled generations */
+	int			ntofree;
+} Recycling;
+
+/*
+ * Add the pages of a retired pending list to *out.  The walk stops at a page
+ * that is no longer a pending page of that list: a merge that crashed before
+ * its switch may have written its new region over part of a list it was
+ * recycling.  Pages of the current generation (cur) end it too.
+ */
+static void
+retired_chain(Relation index, BlockNumber head, BlockNumber nblocks,
+			  const BlockSet *cur, BlockNumber **out, int *nout)
+{
+	BlockNumber b = head;
+	BlockNumber steps = 0;
+	int			cap = *nout + 16;
+
+	*out = *out ? repalloc(*out, sizeof(BlockNumber) * cap)
+		: palloc(sizeof(BlockNumber) * cap);
+	while (b != InvalidBlockNumber && b != EYTZ_METAPAGE_BLKNO && b < nblocks &&
+		   steps++ < nblocks && !set_has(cur, b))
+	{
+		Buffer		buf = ReadBuffer(index, b);
+		Page		page;
+		BlockNumber next;
+		bool		ok;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		ok = !PageIsNew(page) &&
+			((PageHeader) page)->pd_special == BLCKSZ - MAXALIGN(sizeof(EytzPageOpaqueData)) &&
+			EytzPageGetOpaque(page)->flags == EYTZ_PAGE_PENDING;
+		next = ok ? EytzPageGetOpaque(page)->next : InvalidBlockNumber;
+		UnlockReleaseBuffer(buf);
+		if (!ok)
+			break;
+		if (*nout == cap)
+		{
+			cap *= 2;
+			*out = repalloc(*out, sizeof(BlockNumber) * cap);
+		}
+		(*out)[(*nout)++] = b;
+		b = next;
+	}
+}
+
+/*
+ * Sort the retired generations the metapage lists into those still readable
+ * (kept, and their pages live) and those past the horizon (their pending
+ * pages to be freed); pblocks are the current pending list's pages.
+ */
+static void
+plan_recycling(Relation index, const EytzMetaPageData *meta,
+			   const BlockNumber *pblocks, int npblocks, BlockNumber nblocks,
+			   Recycling *rc)
+{
+	EytzRetired ret[EYTZ_MAX_RETIRED];
+	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+	BlockSet	cur = {NULL, 0, 0};
+	BlockNumber *kept = NULL;
+	int			nkept = 0;
+	int			i;
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	memcpy(ret, EytzPageGetRetired(BufferGetPage(metabuf)),
+		   sizeof(EytzRetired) * meta->nretired);
+	UnlockReleaseBuffer(metabuf);
+
+	set_add(&cur, EYTZ_METAPAGE_BLKNO, 1);
+	if (meta->nentries > 0)
+		set_add(&cur, meta->keys_start, meta->nkeypages + meta->ntidpages);
+	for (i = 0; i < npblocks; i++)
+		set_add(&cur, pblocks[i], 1);
+	set_normalize(&cur);
+
+	memset(rc, 0, offsetof(Recycling, live));
+	memset(&rc->live, 0, sizeof(BlockSet));
+	rc->tofree = NULL;
+	rc->ntofree = 0;
+	for (i = 0; i < (int) meta->nretired; i++)
+	{
+		EytzRetired *r = &ret[i];
+
+		if (r->region_start != InvalidBlockNumber &&
+			(r->region_start == EYTZ_METAPAGE_BLKNO ||
+			 (uint64) r->region_start + r->region_len > nblocks))
+			EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+						 "Retired region at block %u (%u blocks) is outside the %u blocks of the file.",
+						 r->region_start, r->region_len, nblocks);
+		if (GlobalVisCheckRemovableFullXid(NULL, r->stamp))
+		{
+			rc->nrecycled++;
+			retired_chain(index, r->pending_head, nblocks, &cur, &rc->tofree,
+						  &rc->ntofree);
+		}
+		else
+		{
+			rc->keep[rc->nkeep++] = *r;
+			if (r->region_start != InvalidBlockNumber)
+				set_add(&rc->live, r->region_start, r->region_len);
+			retired_chain(index, r->pending_head, nblocks, &cur, &kept, &nkept);
+		}
+	}
+	for (i = 0; i < cur.n; i++)
+		set_add(&rc->live, cur.ext[i].start, cur.ext[i].len);
+	for (i = 0; i < nkept; i++)
+		set_add(&rc->live, kept[i], 1);
+	set_normalize(&rc->live);
+	if (kept)
+		pfree(kept);
+	if (cur.ext)
+		pfree(cur.ext);
+}
+
+/*
+ * Write the metapage: newmeta's fields, the kept retired generations and,
+ * if add is not NULL, one more retired now.  Its stamp is the merging
+ * transaction's own XID, assigned before the switch: every transaction that
+ * read the old metapage took its snapshot while that XID was running or
+ * before it was assigned, so its xmin is at most the stamp, and the stamp
+ * is past the horizon only once all of them (and the merge) have ended.
+ * Snapshots ignore a lazy VACUUM's XID, so VACUUM stamps with the next XID,
+ * read under the metapage's lock as nbtree does (that one needs an XID
+ * consumed after the switch to pass the horizon).  Returns the record's LSN.
+ */
+static XLogRecPtr
+write_metapage(Relation index, EytzMetaPageData *newmeta, Recycling *rc,
+			   EytzRetired *add)
+{
+	Buffer		metabuf;
+	GenericXLogState *state;
+	Page		page;
+	EytzRetired *ret;
+	XLogRecPtr	lsn;
+
+	if (add && !(MyProc->statusFlags & PROC_IN_VACUUM))
+		add->stamp = GetTopFullTransactionId();
+	metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	if (add && (MyProc->statusFlags & PROC_IN_VACUUM))
+		add->stamp = ReadNextFullTransactionId();
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, metabuf, 0);
+	ret = EytzPageGetRetired(page);
+	memcpy(ret, rc->keep, sizeof(EytzRetired) * rc->nkeep);
+	newmeta->nretired = rc->nkeep;
+	if (add)
+		ret[newmeta->nretired++] = *add;
+	memcpy(EytzPageGetMeta(page), newmeta, sizeof(EytzMetaPageData));
+	((PageHeader) page)->pd_lower = (char *) &ret[newmeta->nretired] - (char *) page;
+	lsn = GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+	return lsn;
+}
+
+/*
+ * After the metapage no longer lists the recycled generations: mark their
+ * pending pages free, give the free space map every block outside live, and
+ * truncate a free tail of the file if no other backend has the index open.
+ */
+static void
+finish_recycling(Relation index, Recycling *rc)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	BlockNumber end = Max(set_end(&rc->live), EYTZ_METAPAGE_BLKNO + 1);
+	BlockNumber blkno;
+	int			i;
+
+	for (i = 0; i < rc->ntofree; i++)
+	{
+		Buffer		buf;
+		GenericXLogState *state;
+
+		/* pages past the end are truncated below; a new region may be here */
+		if (rc->tofree[i] >= end || set_has(&rc->live, rc->tofree[i]))
+			continue;
+		buf = ReadBuffer(index, rc->tofree[i]);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (!PageIsNew(BufferGetPage(buf)) &&
+			EytzPageGetOpaque(BufferGetPage(buf))->flags == EYTZ_PAGE_PENDING)
+		{
+			state = GenericXLogStart(index);
+			eytz_init_page(GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE),
+						   EYTZ_PAGE_FREE);
+			GenericXLogFinish(state);
+		}
+		UnlockReleaseBuffer(buf);
+	}
+
+	if (end < nblocks && ConditionalLockRelation(index, AccessExclusiveLock))
+	{
+		/* as lazy_truncate_heap: others see the new size at their next lock */
+		RelationTruncate(index, end);
+		UnlockRelation(index, AccessExclusiveLock);
+		nblocks = end;
+	}
+	for (blkno = EYTZ_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		if (set_has(&rc->live, blkno))
+			RecordUsedIndexPage(index, blkno);
+		else
+			RecordFreeIndexPage(index, blkno);
+	}
+	IndexFreeSpaceMapVacuum(index);
+	if (rc->tofree)
+		pfree(rc->tofree);
+	if (rc->live.ext)
+		pfree(rc->live.ext);
 }
 
 /*
  * Merge the pending list and drop tombstones.  With wait, block until the
  * merge lock is free; without, give up if another backend holds it or has
- * merged meanwhile.  Returns whether a new layout was written.
+ * merged meanwhile, or if too many retired generations are still readable.
+ * Returns whether a new layout was written, and the LSN of the switch in
+ * *switch_lsn (if not NULL).
  */
 bool
-eytz_merge(Relation index, bool wait)
+eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 {
 	EytzMetaPageData meta;
 	EytzMetaPageData newmeta;
 	EytzPairs	pairs;
+	EytzPendingEntry *pending;
+	uint64		npending,
+				i;
 	BlockNumber *pblocks;
 	int			npblocks;
 	int			layout,
@@ -172,14 +389,10 @@ eytz_merge(Relation index, bool wait)
 				pending_limit;
 	int			kpp;
 	BlockNumber need,
-				start,
-				nblocks,
-				blkno;
-	BlockNumber cur_start,
-				cur_len;
-	int			i;
-	Buffer		metabuf;
-	GenericXLogState *state;
+				start;
+	Recycling  *rc;
+	EytzRetired retire;
+	XLogRecPtr	lsn;
 
 	if (wait)
 		LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
@@ -193,21 +406,57 @@ eytz_merge(Relation index, bool wait)
 		return false;
 	}
 
+	/* the live entries, checked on the way (a damaged index is refused) */
 	eytz_pairs_init(&pairs, 0);
-	read_layout(index, &meta, &pairs);
-	pblocks = read_pending(index, &meta, &pairs, &npblocks);
-	eytz_pairs_sort(&pairs);
+	eytz_region_load_sorted(index, &meta, &pairs);
+	eytz_read_pending(index, &meta, &pending, &npending, &pblocks, &npblocks);
+	if (npending != meta.npending)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Metapage counts " UINT64_FORMAT " pending entries, the list has " UINT64_FORMAT ".",
+					 meta.npending, npending);
+	for (i = 0; i < npending; i++)
+		eytz_pairs_add(&pairs, pending[i].key, &pending[i].tid);
+	pfree(pending);
 
+	rc = palloc(sizeof(Recycling));
+	plan_recycling(index, &meta, pblocks, npblocks,
+				   RelationGetNumberOfBlocks(index), rc);
+	if (rc->nkeep >= EYTZ_MAX_RETIRED)
+	{
+		UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+		if (!wait)
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot merge eytzgpu index \"%s\": %d earlier generations are still readable",
+						RelationGetRelationName(index), rc->nkeep),
+				 errhint("End long-running transactions; their snapshots keep the old pages.")));
+	}
+
+	eytz_pairs_sort(&pairs);
 	eytz_choose_layout(index, pairs.n, meta.key_width, &layout, &fanout,
 					   &pending_limit);
 	kpp = eytz_keys_per_page(meta.key_width, fanout);
 	need = (pairs.n + kpp - 1) / kpp +
 		(pairs.n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
+	start = set_first_fit(&rc->live, need);
 
-	/* a run of blocks that no live page uses */
-	cur_start = meta.keys_start;
-	cur_len = meta.nkeypages + meta.ntidpages;
-	start = first_fit(need, cur_start, cur_len, pblocks, npblocks);
+	/*
+	 * No hole fits: the file grows.  Start far enough from the front that
+	 * the space before the new region, free once the current generation is
+	 * recycled, holds the next, slightly larger layout: regions then
+	 * alternate between the front and the back of the file instead of
+	 * stepping ever further out.
+	 */
+	if (start >= set_end(&rc->live))
+	{
+		BlockNumber nblocks;
+
+		start = Max(start, EYTZ_METAPAGE_BLKNO + 1 + need + need / 8);
+		/* the layout is written from start on: the blocks before exist */
+		while ((nblocks = RelationGetNumberOfBlocks(index)) < start)
+			ReleaseBuffer(ReadBuffer(index, P_NEW));
+	}
 
 	memcpy(&newmeta, &meta, sizeof(meta));
 	eytz_write_layout(index, &pairs, false, meta.key_width, fanout, start,
@@ -219,43 +468,54 @@ eytz_merge(Relation index, bool wait)
 	newmeta.pending_tail = InvalidBlockNumber;
 	newmeta.npending = 0;
 
-	/* the switch */
-	metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	memcpy(EytzPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0)),
-		   &newmeta, sizeof(newmeta));
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
+	/* the switch, retiring the old generation */
+	memset(&retire, 0, sizeof(retire));
+	retire.region_start = meta.keys_start;
+	retire.region_len = meta.nentries > 0 ? meta.nkeypages + meta.ntidpages : 0;
+	retire.pending_head = meta.pending_head;
+	lsn = write_metapage(index, &newmeta, rc,
+						 (retire.region_len > 0 || retire.pending_head != InvalidBlockNumber)
+						 ? &retire : NULL);
+	if (switch_lsn)
+		*switch_lsn = lsn;
 
-	/* old pending pages become free pages */
-	for (i = 0; i < npblocks; i++)
-	{
-		Buffer		buf = ReadBuffer(index, pblocks[i]);
-
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		state = GenericXLogStart(index);
-		eytz_init_page(GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE),
-					   EYTZ_PAGE_FREE);
-		GenericXLogFinish(state);
-		UnlockReleaseBuffer(buf);
-	}
-
-	/* every block outside the new region is free */
-	nblocks = RelationGetNumberOfBlocks(index);
-	for (blkno = EYTZ_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
-	{
-		if (eytz_block_in_region(&newmeta, blkno))
-			RecordUsedIndexPage(index, blkno);
-		else
-			RecordFreeIndexPage(index, blkno);
-	}
-	IndexFreeSpaceMapVacuum(index);
+	set_add(&rc->live, start, need);
+	set_normalize(&rc->live);
+	finish_recycling(index, rc);
 
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 	eytz_pairs_free(&pairs);
 	pfree(pblocks);
+	pfree(rc);
 	return true;
+}
+
+/*
+ * Recycle the retired generations no transaction can read any more, and
+ * truncate a free tail (VACUUM, when it does not merge).
+ */
+void
+eytz_recycle(Relation index)
+{
+	EytzMetaPageData meta;
+	EytzPendingEntry *pending;
+	uint64		npending;
+	BlockNumber *pblocks;
+	int			npblocks;
+	Recycling  *rc = palloc(sizeof(Recycling));
+
+	LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	eytz_read_meta(index, &meta);
+	eytz_read_pending(index, &meta, &pending, &npending, &pblocks, &npblocks);
+	plan_recycling(index, &meta, pblocks, npblocks,
+				   RelationGetNumberOfBlocks(index), rc);
+	if (rc->nrecycled > 0)
+		write_metapage(index, &meta, rc, NULL);
+	finish_recycling(index, rc);
+	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	pfree(pending);
+	pfree(pblocks);
+	pfree(rc);
 }
 
 /* SELECT eytzgpu_merge('idx'): merge now; returns the new generation */
@@ -265,21 +525,24 @@ eytzgpu_merge(PG_FUNCTION_ARGS)
 	Oid			indexoid = PG_GETARG_OID(0);
 	Relation	index;
 	EytzMetaPageData meta;
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+
+	/* before anything is read or locked */
+	PreventCommandDuringRecovery("eytzgpu_merge()");
+	if (!pg_class_ownercheck(indexoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 
 	index = eytz_open_index(indexoid, RowExclusiveLock);
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX,
-					   RelationGetRelationName(index));
-	eytz_merge(index, true);
+	eytz_merge(index, true, &lsn);
 	eytz_read_meta(index, &meta);
 
 	/*
-	 * A SELECT that only merges has no XID, so its commit would not flush
-	 * the WAL: flush it here so that the generation returned survives a
+	 * Flush the switch's own record (whatever the commit does, e.g. with
+	 * synchronous_commit off), so that the generation returned survives a
 	 * crash.
 	 */
-	if (RelationNeedsWAL(index))
-		XLogFlush(GetXLogInsertRecPtr());
+	if (!XLogRecPtrIsInvalid(lsn))
+		XLogFlush(lsn);
 	relation_close(index, RowExclusiveLock);
 	PG_RETURN_INT64((int64) meta.generation);
 }

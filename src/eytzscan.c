@@ -2,26 +2,34 @@
  * eytzscan.c
  *		Index scans (amgettuple, amgetbitmap) of eytzgpu.
  *
- * The scan keys become disjoint key ranges (eytzkeys.c); the first call
- * collects every matching TID at once (eytzsearch.c), sorts them into heap
- * order and drops duplicates.  amgettuple then hands them out with
- * recheck set: the TIDs come from pages no pin protects once collected, so
+ * The scan keys become disjoint key ranges (eytzkeys.c), and a search
+ * cursor (eytzsearch.c) hands out their TIDs a chunk at a time.  amgettuple
+ * sorts each chunk into heap order and returns it TID by TID; chunks start
+ * small, so that LIMIT 1 reads a few pages, and double up to work_mem.
+ * Recheck is set: the TIDs come from pages no pin protects once read, so
  * the executor re-evaluates the quals on each heap tuple.
  */
 #include "postgres.h"
 
 #include "access/relscan.h"
+#include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "eytzgpu.h"
 
+/* the first chunk: one pending page's worth, rounded up */
+#define EYTZ_FIRST_CHUNK	1024
+
 typedef struct EytzScanOpaqueData
 {
-	bool		collected;
-	ItemPointerData *tids;
-	int64		ntids;
-	int64		next;
+	EytzSearch *search;			/* NULL before the first call */
+	bool		done;
+	ItemPointerData *tids;		/* the current chunk */
+	int			cap;
+	int			ntids;
+	int			next;
 } EytzScanOpaqueData;
 
 typedef EytzScanOpaqueData *EytzScanOpaque;
@@ -32,6 +40,8 @@ eytz_beginscan(Relation r, int nkeys, int norderbys)
 	IndexScanDesc scan = RelationGetIndexScan(r, nkeys, norderbys);
 	EytzScanOpaque so = palloc0(sizeof(EytzScanOpaqueData));
 
+	StaticAssertStmt(EYTZ_FIRST_CHUNK >= EYTZ_PENDING_PER_PAGE,
+					 "a chunk must hold a pending page");
 	scan->opaque = so;
 	return scan;
 }
@@ -39,12 +49,11 @@ eytz_beginscan(Relation r, int nkeys, int norderbys)
 static void
 reset_scan(EytzScanOpaque so)
 {
+	if (so->search)
+		eytz_search_end(so->search);
 	if (so->tids)
 		pfree(so->tids);
-	so->tids = NULL;
-	so->ntids = 0;
-	so->next = 0;
-	so->collected = false;
+	memset(so, 0, sizeof(EytzScanOpaqueData));
 }
 
 void
@@ -58,36 +67,35 @@ eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 }
 
-static int
-tid_cmp(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
 static void
-collect(IndexScanDesc scan)
+start_search(IndexScanDesc scan, int cap)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
 	EytzRange  *ranges;
 	int			nranges;
-	int64		i,
-				out;
 
 	nranges = eytz_build_ranges(scan->indexRelation, scan->keyData,
 								scan->numberOfKeys, &ranges);
-	eytz_collect_tids(scan->indexRelation, ranges, nranges, &so->tids, &so->ntids);
+	so->search = eytz_search_begin(scan->indexRelation, ranges, nranges);
 	pfree(ranges);
-
-	if (so->ntids > 1)
-	{
-		qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
-		for (i = 1, out = 1; i < so->ntids; i++)
-			if (!ItemPointerEquals(&so->tids[i], &so->tids[out - 1]))
-				so->tids[out++] = so->tids[i];
-		so->ntids = out;
-	}
-	so->collected = true;
+	so->cap = cap;
+	so->tids = palloc(sizeof(ItemPointerData) * cap);
 	pgstat_count_index_scan(scan->indexRelation);
+}
+
+/* The largest chunk: work_mem's worth of TIDs */
+static int
+max_chunk(void)
+{
+	Size		n = (Size) work_mem * 1024 / sizeof(ItemPointerData);
+
+	return (int) Min(Max(n, EYTZ_FIRST_CHUNK), MaxAllocSize / sizeof(ItemPointerData));
+}
+
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
 bool
@@ -95,10 +103,24 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
 
-	if (!so->collected)
-		collect(scan);
-	if (so->next >= so->ntids)
-		return false;
+	if (so->search == NULL)
+		start_search(scan, EYTZ_FIRST_CHUNK);
+	while (so->next >= so->ntids)
+	{
+		if (so->done)
+			return false;
+		/* grow the chunk for scans that keep asking */
+		if (so->ntids == so->cap && so->cap < max_chunk())
+		{
+			so->cap = Min(so->cap * 2, max_chunk());
+			so->tids = repalloc(so->tids, sizeof(ItemPointerData) * so->cap);
+		}
+		so->ntids = eytz_search_next(so->search, so->tids, so->cap);
+		so->next = 0;
+		so->done = so->ntids == 0;
+		if (so->ntids > 1)
+			qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
+	}
 	scan->xs_heaptid = so->tids[so->next++];
 	scan->xs_recheck = true;
 	return true;
@@ -108,12 +130,17 @@ int64
 eytz_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
-	int64		n;
+	int64		n = 0;
+	int			got;
 
-	if (!so->collected)
-		collect(scan);
-	tbm_add_tuples(tbm, so->tids, so->ntids, true);
-	n = so->ntids;
+	if (so->search == NULL)
+		start_search(scan, max_chunk());
+	while ((got = eytz_search_next(so->search, so->tids, so->cap)) > 0)
+	{
+		tbm_add_tuples(tbm, so->tids, got, true);
+		n += got;
+		CHECK_FOR_INTERRUPTS();
+	}
 	reset_scan(so);
 	return n;
 }

@@ -1,17 +1,20 @@
 /*
  * eytzsearch.c
- *		CPU search of an eytzgpu index through the buffer manager.
+ *		CPU search of an eytzgpu index through the buffer manager, a chunk of
+ *		TIDs at a time.
  *
  * A key range [lo, hi] is answered with the per-level range scan of the
  * paper's section 5: follow the lower-bound search path of lo from the root;
  * on every level, the matching entries are the run that starts at the first
  * key >= lo of the node on the path and ends before the first key > hi.
- * The pending list is scanned entry by entry.
+ * The search is a cursor over (range, level, position in the level's run),
+ * then over the pending list page by page, so a caller takes as many TIDs
+ * as it wants (LIMIT stops early) and memory stays bounded whatever the
+ * number of matches.
  *
- * Scans take no heavyweight lock.  A merge never overwrites the region or
- * pending pages the metapage currently names; it writes elsewhere and then
- * bumps the generation.  So a collection that sees the same generation before
- * and after reading is consistent, and one that does not is redone.
+ * The metapage is read once, at the start: the region and pending list of
+ * that generation stay readable until the search's transaction ends, since
+ * merges only recycle pages no running transaction may read (eytzpage.c).
  */
 #include "postgres.h"
 
@@ -21,168 +24,67 @@
 
 #include "eytzgpu.h"
 
-/* One pinned, share-locked page at a time */
-typedef struct PageReader
+struct EytzSearch
 {
 	Relation	index;
-	Buffer		buf;
-	BlockNumber blkno;
-	char	   *contents;
-} PageReader;
+	EytzMetaPageData meta;
+	EytzRange  *ranges;
+	int			nranges;
+	EytzRegionReader region;
+
+	/* layout cursor */
+	int			range;			/* current range; nranges when done */
+	uint32		level;			/* current level of the range's descent */
+	uint64		node;			/* first slot of the path's node on level */
+	uint64		pos;			/* next slot of the level's run to emit */
+	bool		in_run;			/* pos is valid (the level's run has started) */
+	uint64		lb;				/* the path's bounds on the node's keys */
+	uint64		ub;
+	uint64		run_prev;		/* last key of the run emitted so far */
+
+	/* pending list cursor: whole pages, so a page is never half emitted */
+	EytzPendingReader pending;
+	bool		pending_done;
+	EytzPendingEntry *page;		/* the page read but not yet emitted */
+	int			page_count;		/* -1: none */
+};
 
 static void
-reader_init(PageReader *r, Relation index)
+start_range(EytzSearch *s)
 {
-	r->index = index;
-	r->buf = InvalidBuffer;
-	r->blkno = InvalidBlockNumber;
-	r->contents = NULL;
+	s->level = 0;
+	s->node = 0;
+	s->in_run = false;
+	s->lb = 0;
+	s->ub = PG_UINT64_MAX;
 }
 
 static void
-reader_release(PageReader *r)
+out_of_order(EytzSearch *s, uint64 slot)
 {
-	if (BufferIsValid(r->buf))
-		UnlockReleaseBuffer(r->buf);
-	r->buf = InvalidBuffer;
-	r->blkno = InvalidBlockNumber;
+	EYTZ_CORRUPT(s->index, s->meta.keys_start + slot / s->meta.keys_per_page,
+				 "Key at slot " UINT64_FORMAT " is out of order with the keys on its search path.",
+				 slot);
 }
 
-static inline char *
-reader_page(PageReader *r, BlockNumber blkno, uint16 expect)
+EytzSearch *
+eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 {
-	if (blkno != r->blkno)
-	{
-		Page		page;
+	EytzSearch *s = palloc0(sizeof(EytzSearch));
 
-		reader_release(r);
-		r->buf = ReadBuffer(r->index, blkno);
-		LockBuffer(r->buf, BUFFER_LOCK_SHARE);
-		r->blkno = blkno;
-		page = BufferGetPage(r->buf);
-		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != expect)
-			return NULL;
-		r->contents = PageGetContents(page);
-	}
-	return r->contents;
-}
-
-typedef struct TidSink
-{
-	ItemPointerData **tids;
-	int64	   *ntids;
-	int64	   *ncap;
-} TidSink;
-
-static inline void
-sink_add(TidSink *s, const ItemPointerData *tid)
-{
-	if (*s->ntids == *s->ncap)
-	{
-		*s->ncap *= 2;
-		*s->tids = repalloc_huge(*s->tids, sizeof(ItemPointerData) * *s->ncap);
-	}
-	(*s->tids)[(*s->ntids)++] = *tid;
-}
-
-typedef struct LayoutReader
-{
-	const EytzMetaPageData *meta;
-	PageReader	keys;
-	PageReader	tids;
-	bool		stale;			/* saw a page that is not what the meta says */
-} LayoutReader;
-
-static inline uint64
-layout_key(LayoutReader *lr, uint64 pos)
-{
-	const EytzMetaPageData *m = lr->meta;
-	char	   *c = reader_page(&lr->keys, m->keys_start + pos / m->keys_per_page,
-								EYTZ_PAGE_KEYS);
-
-	if (c == NULL)
-	{
-		lr->stale = true;
-		return 0;
-	}
-	return eytz_key_at(c, m->key_width, pos % m->keys_per_page);
-}
-
-static inline void
-layout_emit(LayoutReader *lr, uint64 pos, TidSink *sink)
-{
-	const EytzMetaPageData *m = lr->meta;
-	char	   *c = reader_page(&lr->tids, m->tids_start + pos / EYTZ_TIDS_PER_PAGE,
-								EYTZ_PAGE_TIDS);
-	ItemPointerData *tid;
-
-	if (c == NULL)
-	{
-		lr->stale = true;
-		return;
-	}
-	tid = &((ItemPointerData *) c)[pos % EYTZ_TIDS_PER_PAGE];
-	if (ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber)
-		sink_add(sink, tid);
-}
-
-/* Per-level range scan of [lo, hi]; false if the pages were not as expected */
-static bool
-search_range(LayoutReader *lr, uint64 lo, uint64 hi, TidSink *sink)
-{
-	const EytzMetaPageData *m = lr->meta;
-	uint32		k = m->fanout;
-	uint64		n = m->nentries;
-	uint64		node = 0;
-	uint32		level;
-
-	for (level = 0; level < m->levels; level++)
-	{
-		uint64		level_end = eytz_level_end(level, k, n);
-		uint32		j = 0;
-		uint64		pos;
-
-		if (node >= level_end)
-			break;
-		while (j < k - 1 && node + j < level_end && layout_key(lr, node + j) < lo &&
-			   !lr->stale)
-			j++;
-		for (pos = node + j;
-			 pos < level_end && layout_key(lr, pos) <= hi && !lr->stale; pos++)
-			layout_emit(lr, pos, sink);
-		if (lr->stale)
-			return false;
-		node = eytz_child(node, j, k);
-	}
-	return true;
-}
-
-/* Append the TIDs of layout entries within the ranges */
-static void
-eytz_search_layout(Relation index, const EytzMetaPageData *meta,
-				   const EytzRange *ranges, int nranges,
-				   ItemPointerData **tids, int64 *ntids, int64 *ncap)
-{
-	LayoutReader lr;
-	TidSink		sink = {tids, ntids, ncap};
-	int			i;
-	bool		ok = true;
-
-	if (meta->nentries == 0)
-		return;
-	lr.meta = meta;
-	lr.stale = false;
-	reader_init(&lr.keys, index);
-	reader_init(&lr.tids, index);
-	for (i = 0; i < nranges && ok; i++)
-	{
-		ok = search_range(&lr, ranges[i].lo, ranges[i].hi, &sink);
-		CHECK_FOR_INTERRUPTS();
-	}
-	reader_release(&lr.keys);
-	reader_release(&lr.tids);
-	if (!ok)
-		*ntids = -1;			/* caller rereads the metapage */
+	s->index = index;
+	eytz_read_meta(index, &s->meta);
+	s->ranges = palloc(sizeof(EytzRange) * Max(nranges, 1));
+	memcpy(s->ranges, ranges, sizeof(EytzRange) * nranges);
+	s->nranges = nranges;
+	eytz_region_begin(&s->region, index, &s->meta, NULL);
+	s->range = s->meta.nentries > 0 ? 0 : nranges;
+	start_range(s);
+	eytz_pending_begin(&s->pending, index, &s->meta);
+	s->pending_done = nranges == 0;
+	s->page = palloc(sizeof(EytzPendingEntry) * EYTZ_PENDING_PER_PAGE);
+	s->page_count = -1;
+	return s;
 }
 
 static inline bool
@@ -205,134 +107,140 @@ key_in_ranges(uint64 key, const EytzRange *ranges, int nranges)
 	return false;
 }
 
-/*
- * All live pending entries of the list meta names, palloc'd, and (if blocks
- * is not NULL) the list's blocks; false if a page is not a pending page (the
- * list was merged away meanwhile: the caller rereads the metapage).
- */
-bool
-eytz_read_pending(Relation index, const EytzMetaPageData *meta,
-				  EytzPendingEntry **entries, uint64 *n,
-				  BlockNumber **blocks, int *nblocks)
+/* Emit up to max TIDs of layout entries; returns how many */
+static int
+search_layout(EytzSearch *s, ItemPointerData *tids, int max)
 {
-	BlockNumber blkno = meta->pending_head;
-	uint64		cap = Max(meta->npending, 16);
-	uint64		cnt = 0;
-	int			bcap = 16;
-	EytzPendingEntry *res = MemoryContextAllocHuge(CurrentMemoryContext,
-												   cap * sizeof(EytzPendingEntry));
+	const EytzMetaPageData *m = &s->meta;
+	uint32		k = m->fanout;
+	uint64		n = m->nentries;
+	int			got = 0;
 
-	if (blocks)
+	while (s->range < s->nranges && got < max)
 	{
-		*blocks = palloc(sizeof(BlockNumber) * bcap);
-		*nblocks = 0;
+		uint64		lo = s->ranges[s->range].lo;
+		uint64		hi = s->ranges[s->range].hi;
+		uint64		level_end = eytz_level_end(s->level, k, n);
+
+		if (!s->in_run && (s->level >= m->levels || s->node >= level_end))
+		{
+			/* this range is done: the next one starts at the root */
+			s->range++;
+			start_range(s);
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		if (!s->in_run)
+		{
+			uint64		keys[EYTZ_MAX_FANOUT];
+			uint32		nkeys = Min(k - 1, level_end - s->node);
+			uint32		i,
+						j = nkeys;
+
+			/*
+			 * The node's keys must ascend within the bounds of the path: a
+			 * damaged key would send the search into the wrong subtree.
+			 */
+			for (i = 0; i < nkeys; i++)
+			{
+				keys[i] = eytz_region_key(&s->region, s->node + i);
+				if (keys[i] < (i > 0 ? keys[i - 1] : s->lb) || keys[i] > s->ub)
+					out_of_order(s, s->node + i);
+				if (j == nkeys && keys[i] >= lo)
+					j = i;
+			}
+			if (j > 0)
+				s->lb = keys[j - 1];
+			if (j < nkeys)
+				s->ub = keys[j];
+			s->pos = s->node + j;
+			s->run_prev = lo;
+			s->in_run = true;
+			/* the child to descend to once this level's run is emitted */
+			s->node = eytz_child(s->node, j, k);
+		}
+		while (got < max && s->pos < level_end)
+		{
+			uint64		key = eytz_region_key(&s->region, s->pos);
+
+			if (key > hi)
+				break;
+			if (key < s->run_prev)
+				out_of_order(s, s->pos);
+			s->run_prev = key;
+			if (eytz_region_tid(&s->region, s->pos, &tids[got]))
+				got++;
+			s->pos++;
+		}
+		if (got < max)
+		{
+			/* the run ended: next level */
+			s->level++;
+			s->in_run = false;
+		}
 	}
-	while (blkno != InvalidBlockNumber)
-	{
-		Buffer		buf = ReadBuffer(index, blkno);
-		Page		page;
-		EytzPageOpaque opaque;
-		EytzPendingEntry *src;
-		int			i;
+	eytz_region_release(&s->region);
+	return got;
+}
 
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		opaque = EytzPageGetOpaque(page);
-		if (PageIsNew(page) || opaque->flags != EYTZ_PAGE_PENDING ||
-			opaque->count > EYTZ_PENDING_PER_PAGE)
+/* Emit whole pending pages' matches while they fit in max */
+static int
+search_pending(EytzSearch *s, ItemPointerData *tids, int max)
+{
+	int			got = 0;
+
+	while (!s->pending_done)
+	{
+		int			i,
+					nmatch = 0;
+
+		if (s->page_count < 0)
 		{
-			UnlockReleaseBuffer(buf);
-			pfree(res);
-			return false;
-		}
-		src = (EytzPendingEntry *) PageGetContents(page);
-		for (i = 0; i < opaque->count; i++)
-		{
-			if (ItemPointerGetBlockNumberNoCheck(&src[i].tid) == InvalidBlockNumber)
-				continue;
-			if (cnt == cap)
+			BlockNumber blkno;
+
+			s->page_count = eytz_pending_next(&s->pending, s->page, &blkno);
+			if (s->page_count < 0)
 			{
-				cap *= 2;
-				res = repalloc_huge(res, cap * sizeof(EytzPendingEntry));
+				s->pending_done = true;
+				break;
 			}
-			res[cnt++] = src[i];
+			/* keep only the matches, so a page needs room for those only */
+			for (i = 0; i < s->page_count; i++)
+				if (key_in_ranges(s->page[i].key, s->ranges, s->nranges))
+					s->page[nmatch++] = s->page[i];
+			s->page_count = nmatch;
 		}
-		if (blocks)
-		{
-			if (*nblocks == bcap)
-			{
-				bcap *= 2;
-				*blocks = repalloc(*blocks, sizeof(BlockNumber) * bcap);
-			}
-			(*blocks)[(*nblocks)++] = blkno;
-		}
-		blkno = opaque->next;
-		UnlockReleaseBuffer(buf);
+		if (s->page_count > max - got)
+			break;
+		for (i = 0; i < s->page_count; i++)
+			tids[got++] = s->page[i].tid;
+		s->page_count = -1;
 		CHECK_FOR_INTERRUPTS();
 	}
-	*entries = res;
-	*n = cnt;
-	return true;
-}
-
-/* Append the TIDs of pending entries within the ranges */
-static void
-eytz_search_pending(Relation index, const EytzMetaPageData *meta,
-					const EytzRange *ranges, int nranges,
-					ItemPointerData **tids, int64 *ntids, int64 *ncap)
-{
-	TidSink		sink = {tids, ntids, ncap};
-	EytzPendingEntry *entries;
-	uint64		n,
-				i;
-
-	if (!eytz_read_pending(index, meta, &entries, &n, NULL, NULL))
-	{
-		*ntids = -1;
-		return;
-	}
-	for (i = 0; i < n; i++)
-		if (key_in_ranges(entries[i].key, ranges, nranges))
-			sink_add(&sink, &entries[i].tid);
-	pfree(entries);
+	return got;
 }
 
 /*
- * All TIDs of the index within the ranges: layout and pending list, read
- * under one generation (see the file header).
+ * Up to max (>= EYTZ_PENDING_PER_PAGE) more TIDs of the index within the
+ * ranges, in no particular order; 0 when there are no more.
  */
-void
-eytz_collect_tids(Relation index, const EytzRange *ranges, int nranges,
-				  ItemPointerData **tids, int64 *ntids)
+int
+eytz_search_next(EytzSearch *s, ItemPointerData *tids, int max)
 {
-	int64		cap = 64;
-	int			attempt;
+	int			got;
 
-	*tids = palloc(sizeof(ItemPointerData) * cap);
-	for (attempt = 0;; attempt++)
-	{
-		EytzMetaPageData meta;
-		EytzMetaPageData after;
+	Assert(max >= (int) EYTZ_PENDING_PER_PAGE);
+	got = search_layout(s, tids, max);
+	if (got < max)
+		got += search_pending(s, tids + got, max - got);
+	return got;
+}
 
-		*ntids = 0;
-		eytz_read_meta(index, &meta);
-		if (nranges > 0)
-			eytz_search_layout(index, &meta, ranges, nranges, tids, ntids, &cap);
-		if (nranges > 0 && *ntids >= 0)
-			eytz_search_pending(index, &meta, ranges, nranges, tids, ntids, &cap);
-		eytz_read_meta(index, &after);
-		if (after.generation == meta.generation)
-		{
-			if (*ntids < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INDEX_CORRUPTED),
-						 errmsg("eytzgpu index \"%s\" has a page that does not match its metapage",
-								RelationGetRelationName(index)),
-						 errhint("Run eytzgpu_verify() on it, and REINDEX it.")));
-			return;
-		}
-		if (attempt > 1000)
-			elog(ERROR, "eytzgpu index \"%s\" keeps changing under the scan",
-				 RelationGetRelationName(index));
-	}
+void
+eytz_search_end(EytzSearch *s)
+{
+	eytz_region_release(&s->region);
+	pfree(s->ranges);
+	pfree(s->page);
+	pfree(s);
 }

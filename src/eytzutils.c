@@ -1,6 +1,6 @@
 /*
  * eytzutils.c
- *		The eytzgpu access method handler, reloptions, GUCs and page helpers.
+ *		The eytzgpu access method handler, reloptions, GUCs and page initialisation.
  */
 #include "postgres.h"
 
@@ -10,8 +10,6 @@
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "storage/bufmgr.h"
-#include "storage/indexfsm.h"
-#include "storage/lmgr.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
 
@@ -158,83 +156,6 @@ eytz_init_metapage(Page page, int key_width, int layout, int fanout,
 	meta->pending_limit = pending_limit;
 	/* let full-page images skip the unused part of the page */
 	((PageHeader) page)->pd_lower = (char *) meta + sizeof(EytzMetaPageData) - (char *) page;
-}
-
-/* Copy of the metapage contents, checked */
-void
-eytz_read_meta(Relation index, EytzMetaPageData *meta)
-{
-	Buffer		buf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
-	Page		page;
-
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	memcpy(meta, EytzPageGetMeta(page), sizeof(EytzMetaPageData));
-	UnlockReleaseBuffer(buf);
-	if (meta->magic != EYTZ_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" is not an eytzgpu index",
-						RelationGetRelationName(index))));
-	if (meta->version != EYTZ_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" has eytzgpu format version %u, expected %u",
-						RelationGetRelationName(index), meta->version, EYTZ_VERSION),
-				 errhint("REINDEX the index.")));
-}
-
-/* Is blkno one of the current layout region's pages? */
-bool
-eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno)
-{
-	return meta->keys_start != InvalidBlockNumber &&
-		blkno >= meta->keys_start &&
-		blkno < meta->tids_start + meta->ntidpages;
-}
-
-/*
- * A new page for the pending list, returned exclusively locked: a free page
- * from the free space map, or a new block.  The map is only a hint (it is
- * not WAL-logged), so a page it offers is taken only if it is outside the
- * current layout region and not a live metapage or pending page.
- */
-Buffer
-eytz_new_buffer(Relation index, const EytzMetaPageData *meta)
-{
-	Buffer		buf;
-	bool		needLock;
-
-	for (;;)
-	{
-		BlockNumber blkno = GetFreeIndexPage(index);
-
-		if (blkno == InvalidBlockNumber)
-			break;
-		if (blkno == EYTZ_METAPAGE_BLKNO || eytz_block_in_region(meta, blkno))
-			continue;
-		buf = ReadBuffer(index, blkno);
-		if (ConditionalLockBuffer(buf))
-		{
-			Page		page = BufferGetPage(buf);
-
-			if (PageIsNew(page) ||
-				(EytzPageGetOpaque(page)->flags != EYTZ_PAGE_META &&
-				 EytzPageGetOpaque(page)->flags != EYTZ_PAGE_PENDING))
-				return buf;
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		}
-		ReleaseBuffer(buf);
-	}
-
-	needLock = !RELATION_IS_LOCAL(index);
-	if (needLock)
-		LockRelationForExtension(index, ExclusiveLock);
-	buf = ReadBuffer(index, P_NEW);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	if (needLock)
-		UnlockRelationForExtension(index, ExclusiveLock);
-	return buf;
 }
 
 char *

@@ -4,8 +4,14 @@
  *
  * ambulkdelete turns dead layout entries into tombstones (the key stays, so
  * the search structure is intact; the TID becomes invalid and scans skip it)
- * and removes dead pending entries.  amvacuumcleanup then merges: the pending
- * list goes into a new layout and the tombstones are dropped.
+ * and removes dead pending entries.  Each page's change and the metapage's
+ * counts go into one GenericXLog record, so that a crash leaves them
+ * consistent.
+ *
+ * amvacuumcleanup merges when there are pending entries or when more than
+ * EYTZ_VACUUM_MERGE_DEAD_PCT percent of the layout's entries are tombstones:
+ * a few tombstones cost scans little, while a merge writes a whole layout.
+ * Otherwise it only recycles retired generations (eytzmerge.c).
  */
 #include "postgres.h"
 
@@ -18,20 +24,45 @@
 
 #include "eytzgpu.h"
 
+#define EYTZ_VACUUM_MERGE_DEAD_PCT	20
+
+/*
+ * Start a record changing buf (locked exclusively) and the metapage; returns
+ * the metapage contents to update.  Inserts lock the metapage before their
+ * pages, but they wait for the merge lock that VACUUM holds exclusively.
+ */
+static EytzMetaPage
+start_change(Relation index, GenericXLogState **state, Buffer buf, Page *page,
+			 Buffer metabuf)
+{
+	*state = GenericXLogStart(index);
+	*page = GenericXLogRegisterBuffer(*state, buf, 0);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	return EytzPageGetMeta(GenericXLogRegisterBuffer(*state, metabuf, 0));
+}
+
+static void
+finish_change(GenericXLogState *state, Buffer metabuf)
+{
+	GenericXLogFinish(state);
+	LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
+}
+
 IndexBulkDeleteResult *
 eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				IndexBulkDeleteCallback callback, void *callback_state)
 {
 	Relation	index = info->index;
 	EytzMetaPageData meta;
-	uint64		removed_layout = 0;
-	uint64		removed_pending = 0;
+	EytzPendingEntry *unused;
+	uint64		nunused;
+	BlockNumber *pblocks;
+	int			npblocks;
+	uint64		removed = 0;
 	uint64		live = 0;
-	uint64		pos = 0;
-	BlockNumber blkno;
-	uint32		p;
 	Buffer		metabuf;
-	GenericXLogState *state;
+	uint32		p;
+	int			b;
 
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
@@ -39,97 +70,99 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	/* keep merges and inserts out while the pages change */
 	LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 	eytz_read_meta(index, &meta);
+	metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
 
 	for (p = 0; p < meta.ntidpages; p++)
 	{
-		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, meta.tids_start + p,
+		BlockNumber blkno = meta.tids_start + p;
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno,
 											 RBM_NORMAL, info->strategy);
+		uint64		cnt = Min(EYTZ_TIDS_PER_PAGE,
+							  meta.nentries - (uint64) p * EYTZ_TIDS_PER_PAGE);
+		GenericXLogState *state = NULL;
+		EytzMetaPage m = NULL;
+		Page		page;
 		ItemPointerData *tids;
-		uint64		cnt = Min(EYTZ_TIDS_PER_PAGE, meta.nentries - pos);
-		uint64		i;
+		uint64		i,
+					n = 0;
 
-		state = NULL;
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		tids = (ItemPointerData *) PageGetContents(BufferGetPage(buf));
+		page = BufferGetPage(buf);
+		eytz_check_page(index, &meta, page, blkno, EYTZ_PAGE_TIDS,
+						cnt * sizeof(ItemPointerData));
+		tids = (ItemPointerData *) PageGetContents(page);
 		for (i = 0; i < cnt; i++)
 		{
 			if (ItemPointerGetBlockNumberNoCheck(&tids[i]) == InvalidBlockNumber)
 				continue;
-			if (callback(&tids[i], callback_state))
+			if (!callback(&tids[i], callback_state))
 			{
-				if (state == NULL)
-				{
-					state = GenericXLogStart(index);
-					tids = (ItemPointerData *)
-						PageGetContents(GenericXLogRegisterBuffer(state, buf, 0));
-				}
-				ItemPointerSetInvalid(&tids[i]);
-				removed_layout++;
-			}
-			else
 				live++;
+				continue;
+			}
+			if (state == NULL)
+			{
+				m = start_change(index, &state, buf, &page, metabuf);
+				tids = (ItemPointerData *) PageGetContents(page);
+			}
+			ItemPointerSetInvalid(&tids[i]);
+			n++;
 		}
 		if (state)
-			GenericXLogFinish(state);
+		{
+			m->ndead += n;
+			finish_change(state, metabuf);
+		}
 		UnlockReleaseBuffer(buf);
-		pos += cnt;
+		removed += n;
 		vacuum_delay_point();
 	}
 
-	for (blkno = meta.pending_head; blkno != InvalidBlockNumber;)
+	/* the list cannot change under the merge lock: its pages, checked */
+	eytz_read_pending(index, &meta, &unused, &nunused, &pblocks, &npblocks);
+	pfree(unused);
+	for (b = 0; b < npblocks; b++)
 	{
-		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno,
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, pblocks[b],
 											 RBM_NORMAL, info->strategy);
 		Page		page;
 		EytzPendingEntry *entries;
-		int			i,
+		bool		keep[EYTZ_PENDING_PER_PAGE];
+		int			count,
+					i,
 					out = 0;
-		int			count;
 
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		state = GenericXLogStart(index);
-		page = GenericXLogRegisterBuffer(state, buf, 0);
+		page = BufferGetPage(buf);
 		entries = (EytzPendingEntry *) PageGetContents(page);
 		count = EytzPageGetOpaque(page)->count;
 		for (i = 0; i < count; i++)
+			if ((keep[i] = !callback(&entries[i].tid, callback_state)))
+				out++;
+		if (out < count)
 		{
-			if (callback(&entries[i].tid, callback_state))
-				removed_pending++;
-			else
-			{
-				entries[out++] = entries[i];
-				live++;
-			}
-		}
-		if (out != count)
-		{
+			GenericXLogState *state;
+			EytzMetaPage m = start_change(index, &state, buf, &page, metabuf);
+
+			entries = (EytzPendingEntry *) PageGetContents(page);
+			for (i = 0, out = 0; i < count; i++)
+				if (keep[i])
+					entries[out++] = entries[i];
 			EytzPageGetOpaque(page)->count = out;
 			((PageHeader) page)->pd_lower = (char *) &entries[out] - (char *) page;
-			GenericXLogFinish(state);
+			m->npending -= count - out;
+			finish_change(state, metabuf);
 		}
-		else
-			GenericXLogAbort(state);
-		blkno = EytzPageGetOpaque(BufferGetPage(buf))->next;
 		UnlockReleaseBuffer(buf);
+		removed += count - out;
+		live += out;
 		vacuum_delay_point();
 	}
-
-	if (removed_layout + removed_pending > 0)
-	{
-		EytzMetaPage m;
-
-		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
-		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-		state = GenericXLogStart(index);
-		m = EytzPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-		m->ndead += removed_layout;
-		m->npending -= removed_pending;
-		GenericXLogFinish(state);
-		UnlockReleaseBuffer(metabuf);
-	}
+	ReleaseBuffer(metabuf);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	pfree(pblocks);
 
-	stats->tuples_removed += removed_layout + removed_pending;
+	stats->tuples_removed += removed;
 	stats->num_index_tuples = live;
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	return stats;
@@ -145,11 +178,12 @@ eytz_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		return stats;
 
 	eytz_read_meta(index, &meta);
-	if (meta.npending > 0 || meta.ndead > 0)
-	{
-		eytz_merge(index, true);
-		eytz_read_meta(index, &meta);
-	}
+	if (meta.npending > 0 ||
+		meta.ndead * 100 > meta.nentries * EYTZ_VACUUM_MERGE_DEAD_PCT)
+		eytz_merge(index, true, NULL);
+	else if (meta.nretired > 0)
+		eytz_recycle(index);
+	eytz_read_meta(index, &meta);
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
 	stats->num_pages = RelationGetNumberOfBlocks(index);

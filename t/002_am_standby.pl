@@ -74,6 +74,27 @@ $primary->safe_psql('postgres', 'INSERT INTO t SELECT g, g FROM generate_series(
 $primary->safe_psql('postgres', "SELECT eytzgpu_merge('t_idx')");
 compare('after an explicit merge');
 
+# a merge on the standby is refused up front (read-only), before it reads
+# or writes anything
+my ($ret, $out, $err) = $standby->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT eytzgpu_merge('t_idx')");
+like($err, qr/ERROR:\s+25006: cannot execute eytzgpu_merge\(\) during recovery/,
+	'eytzgpu_merge on the standby: 25006');
+compare('after a merge refused on the standby');
+
+# merges and VACUUM that recycle retired generations and truncate the file
+# replay on the standby
+foreach my $round (1 .. 4)
+{
+	$primary->safe_psql('postgres',
+		"INSERT INTO t SELECT g % 4000 - 2000, g FROM generate_series(1, 700) g");
+	$primary->safe_psql('postgres', "SELECT eytzgpu_merge('t_idx')");
+}
+$primary->safe_psql('postgres', 'DELETE FROM t WHERE v % 3 = 0');
+$primary->safe_psql('postgres', 'VACUUM t');
+$primary->safe_psql('postgres', 'VACUUM t');
+compare('after merges that recycle');
+
 $primary->safe_psql('postgres', 'REINDEX INDEX t_idx');
 compare('after reindex');
 

@@ -1,0 +1,608 @@
+/*
+ * eytzpage.c
+ *		The page layer of eytzgpu: every read of the metapage, of a layout
+ *		region and of a pending list goes through here, with the checks the
+ *		readers rely on.
+ *
+ * Nothing on a page is trusted: the metapage's fields must be in range and
+ * agree with each other and with the file's size, every page must have the
+ * type its position says, every TID must have an offset a heap page can
+ * hold (tombstones excepted), and a walk of the pending list is bounded by
+ * the number of blocks in the file, so that a cycle is reported rather than
+ * followed forever.  Any violation raises ERRCODE_INDEX_CORRUPTED naming the
+ * index and block, so that scans, joins, merges, VACUUM and eytzgpu_verify()
+ * never act on a damaged index.
+ *
+ * The generation protocol: a reader reads the metapage once and then the
+ * region and pending list it names, without re-checking.  That is safe
+ * because a merge never writes into pages that a running transaction may
+ * still read: the pages it replaces are "retired" in the metapage with the
+ * merge's own XID, and only become reusable once
+ * GlobalVisCheckRemovableFullXid() says no snapshot older than that is left
+ * (eytzmerge.c), as nbtree does with its deleted pages.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+#include "eytzgpu.h"
+
+/*
+ * A page that is not what the generation a reader started on says.  On a hot
+ * standby that is how a recycling on the primary shows (the primary does not
+ * know the standby's snapshots without hot_standby_feedback): report it as
+ * the recovery conflict it is.
+ */
+static void
+page_mismatch(Relation index, const EytzMetaPageData *meta, BlockNumber blkno,
+			  const char *detail)
+{
+	if (RecoveryInProgress())
+	{
+		Buffer		buf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+		uint64		generation;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		generation = EytzPageGetMeta(BufferGetPage(buf))->generation;
+		UnlockReleaseBuffer(buf);
+		if (generation != meta->generation)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("canceling statement due to conflict with recovery"),
+					 errdetail("The primary reused pages of index \"%s\" that this query was reading.",
+							   RelationGetRelationName(index)),
+					 errhint("Set hot_standby_feedback = on on the standby.")));
+	}
+	EYTZ_CORRUPT(index, blkno, "%s", detail);
+}
+
+/* Check a data page's header and type; bytes: the entries it must hold */
+void
+eytz_check_page(Relation index, const EytzMetaPageData *meta, Page page,
+		   BlockNumber blkno, uint16 flags, Size bytes)
+{
+	static const char *const names[] = {"", "meta", "key", "TID", "pending", "free"};
+	PageHeader	ph = (PageHeader) page;
+	char		detail[128];
+
+	if (PageIsNew(page) ||
+		ph->pd_special != BLCKSZ - MAXALIGN(sizeof(EytzPageOpaqueData)) ||
+		EytzPageGetOpaque(page)->page_id != EYTZ_PAGE_ID ||
+		EytzPageGetOpaque(page)->flags != flags)
+	{
+		snprintf(detail, sizeof(detail), "Block %u should be a %s page.",
+				 blkno, names[flags]);
+		page_mismatch(index, meta, blkno, detail);
+	}
+	if (ph->pd_lower != MAXALIGN(SizeOfPageHeaderData) + bytes)
+	{
+		snprintf(detail, sizeof(detail),
+				 "%s page %u holds %u bytes of entries, expected %zu.",
+				 names[flags], blkno,
+				 (unsigned) (ph->pd_lower - MAXALIGN(SizeOfPageHeaderData)),
+				 bytes);
+		page_mismatch(index, meta, blkno, detail);
+	}
+}
+
+/* A TID a heap page can hold, or a tombstone (invalid block) */
+static inline bool
+tid_ok(const ItemPointerData *tid, bool tombstone_ok)
+{
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
+
+	if (ItemPointerGetBlockNumberNoCheck(tid) == InvalidBlockNumber)
+		return tombstone_ok;
+	return off >= FirstOffsetNumber && off <= MaxHeapTuplesPerPage;
+}
+
+/*
+ * The metapage's fields in range and consistent with each other and with a
+ * file of nblocks blocks.
+ */
+static void
+check_meta(Relation index, const EytzMetaPageData *m, BlockNumber nblocks)
+{
+	uint64		n = m->nentries;
+
+	if (m->magic != EYTZ_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not an eytzgpu index",
+						RelationGetRelationName(index))));
+	if (m->version != EYTZ_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has eytzgpu format version %u, expected %u",
+						RelationGetRelationName(index), m->version, EYTZ_VERSION),
+				 errhint("REINDEX the index.")));
+	if (m->key_width != 4 && m->key_width != 8)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO, "Key width %u is neither 4 nor 8.",
+					 m->key_width);
+	if (!eytz_fanout_valid(m->fanout) ||
+		(m->layout != EYTZ_LAYOUT_EBS && m->layout != EYTZ_LAYOUT_EKS) ||
+		(m->layout == EYTZ_LAYOUT_EBS) != (m->fanout == 2))
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Layout %u with fan-out %u is not a valid layout.",
+					 m->layout, m->fanout);
+	if (m->keys_per_page != (uint32) eytz_keys_per_page(m->key_width, m->fanout))
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO, "Metapage says %u keys per page, expected %d.",
+					 m->keys_per_page, eytz_keys_per_page(m->key_width, m->fanout));
+	if (m->ndead > n || m->levels != eytz_shape(n, m->fanout).levels)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Metapage counts " UINT64_FORMAT " entries, " UINT64_FORMAT " tombstones and %u levels, which do not agree.",
+					 n, m->ndead, m->levels);
+	if (m->nkeypages != (n + m->keys_per_page - 1) / m->keys_per_page ||
+		m->ntidpages != (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Page counts %u/%u do not fit " UINT64_FORMAT " entries.",
+					 m->nkeypages, m->ntidpages, n);
+	if (n > 0 ? (m->keys_start == EYTZ_METAPAGE_BLKNO || m->keys_start >= nblocks ||
+				 m->tids_start != m->keys_start + m->nkeypages ||
+				 (uint64) m->tids_start + m->ntidpages > nblocks)
+		: (m->keys_start != InvalidBlockNumber || m->tids_start != InvalidBlockNumber))
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Layout region at block %u does not fit in the %u blocks of the file.",
+					 m->keys_start, nblocks);
+	if ((m->pending_head == InvalidBlockNumber) != (m->pending_tail == InvalidBlockNumber) ||
+		(m->pending_head == InvalidBlockNumber && m->npending > 0) ||
+		(m->pending_head != InvalidBlockNumber &&
+		 (m->pending_head == EYTZ_METAPAGE_BLKNO || m->pending_head >= nblocks ||
+		  m->pending_tail == EYTZ_METAPAGE_BLKNO || m->pending_tail >= nblocks ||
+		  eytz_block_in_region(m, m->pending_head) ||
+		  eytz_block_in_region(m, m->pending_tail))))
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Pending list from block %u to %u with " UINT64_FORMAT " entries is not valid in %u blocks.",
+					 m->pending_head, m->pending_tail, m->npending, nblocks);
+	if (m->pending_limit == 0 || m->nretired > EYTZ_MAX_RETIRED)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Pending limit %u or %u retired generations out of range.",
+					 m->pending_limit, m->nretired);
+}
+
+/* Copy of the metapage contents, checked */
+void
+eytz_read_meta(Relation index, EytzMetaPageData *meta)
+{
+	Buffer		buf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page) ||
+		((PageHeader) page)->pd_special != BLCKSZ - MAXALIGN(sizeof(EytzPageOpaqueData)) ||
+		EytzPageGetOpaque(page)->flags != EYTZ_PAGE_META)
+	{
+		UnlockReleaseBuffer(buf);
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO, "Block 0 is not a metapage.");
+	}
+	memcpy(meta, EytzPageGetMeta(page), sizeof(EytzMetaPageData));
+	UnlockReleaseBuffer(buf);
+	check_meta(index, meta, RelationGetNumberOfBlocks(index));
+}
+
+/* Is blkno one of the layout region's pages? */
+bool
+eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno)
+{
+	return meta->keys_start != InvalidBlockNumber &&
+		blkno >= meta->keys_start &&
+		blkno < meta->tids_start + meta->ntidpages;
+}
+
+/* Is blkno in the region of a generation the metapage lists as retired? */
+bool
+eytz_block_retired_region(Page metapage, BlockNumber blkno)
+{
+	const EytzMetaPageData *meta = EytzPageGetMeta(metapage);
+	const EytzRetired *ret = EytzPageGetRetired(metapage);
+	uint32		i;
+
+	for (i = 0; i < meta->nretired; i++)
+		if (ret[i].region_start != InvalidBlockNumber &&
+			blkno >= ret[i].region_start &&
+			blkno - ret[i].region_start < ret[i].region_len)
+			return true;
+	return false;
+}
+
+/*
+ * A new page for the pending list, returned exclusively locked: a free page
+ * from the free space map, or a new block.  The caller holds the metapage
+ * (metapage) locked.  The map is only a hint (it is not WAL-logged), so a
+ * page it offers is taken only if it is no live or retired page: not in the
+ * current or a retired region, and not a metapage or pending page (retired
+ * pending pages keep their type until they are recycled).
+ */
+Buffer
+eytz_new_buffer(Relation index, Page metapage)
+{
+	const EytzMetaPageData *meta = EytzPageGetMeta(metapage);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	Buffer		buf;
+	bool		needLock;
+
+	for (;;)
+	{
+		BlockNumber blkno = GetFreeIndexPage(index);
+
+		if (blkno == InvalidBlockNumber)
+			break;
+		if (blkno == EYTZ_METAPAGE_BLKNO || blkno >= nblocks ||
+			eytz_block_in_region(meta, blkno) ||
+			eytz_block_retired_region(metapage, blkno))
+			continue;
+		buf = ReadBuffer(index, blkno);
+		if (ConditionalLockBuffer(buf))
+		{
+			Page		page = BufferGetPage(buf);
+
+			if (PageIsNew(page) ||
+				(EytzPageGetOpaque(page)->flags != EYTZ_PAGE_META &&
+				 EytzPageGetOpaque(page)->flags != EYTZ_PAGE_PENDING))
+				return buf;
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
+
+	needLock = !RELATION_IS_LOCAL(index);
+	if (needLock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buf = ReadBuffer(index, P_NEW);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (needLock)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	return buf;
+}
+
+/* ---- the layout region ---- */
+
+/* Switch *buf to data page p of the region (key or TID pages), checked */
+static const char *
+region_page(Relation index, const EytzMetaPageData *m,
+			BufferAccessStrategy strategy, Buffer *buf, uint32 p, bool tids)
+{
+	BlockNumber blkno = (tids ? m->tids_start : m->keys_start) + p;
+	uint64		per = tids ? EYTZ_TIDS_PER_PAGE : m->keys_per_page;
+	Size		width = tids ? sizeof(ItemPointerData) : m->key_width;
+	uint64		cnt = Min(per, m->nentries - (uint64) p * per);
+	Page		page;
+
+	if (BufferIsValid(*buf))
+		UnlockReleaseBuffer(*buf);
+	*buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
+	LockBuffer(*buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(*buf);
+	eytz_check_page(index, m, page, blkno, tids ? EYTZ_PAGE_TIDS : EYTZ_PAGE_KEYS,
+			   cnt * width);
+	return PageGetContents(page);
+}
+
+static void
+bad_tid(Relation index, const EytzMetaPageData *m, BlockNumber blkno,
+		const ItemPointerData *tid)
+{
+	char		detail[128];
+
+	snprintf(detail, sizeof(detail), "TID (%u,%u) has an offset outside 1..%d.",
+			 ItemPointerGetBlockNumberNoCheck(tid),
+			 ItemPointerGetOffsetNumberNoCheck(tid), (int) MaxHeapTuplesPerPage);
+	page_mismatch(index, m, blkno, detail);
+}
+
+/*
+ * Start reading the region of the generation meta describes (meta was read
+ * with eytz_read_meta()).  The reader holds at most one key page and one TID
+ * page pinned and share-locked; eytz_region_release() drops them (before
+ * returning to the executor) and the next access takes them again.
+ */
+void
+eytz_region_begin(EytzRegionReader *r, Relation index,
+				  const EytzMetaPageData *meta, BufferAccessStrategy strategy)
+{
+	r->index = index;
+	r->meta = *meta;
+	r->strategy = strategy;
+	r->keybuf = InvalidBuffer;
+	r->tidbuf = InvalidBuffer;
+}
+
+uint64
+eytz_region_key(EytzRegionReader *r, uint64 slot)
+{
+	uint32		p = slot / r->meta.keys_per_page;
+
+	Assert(slot < r->meta.nentries);
+	if (!BufferIsValid(r->keybuf) || p != r->keypage)
+	{
+		r->keys = region_page(r->index, &r->meta, r->strategy, &r->keybuf, p, false);
+		r->keypage = p;
+	}
+	return eytz_key_at(r->keys, r->meta.key_width, slot % r->meta.keys_per_page);
+}
+
+/* The TID of a slot; false for a tombstone */
+bool
+eytz_region_tid(EytzRegionReader *r, uint64 slot, ItemPointer tid)
+{
+	uint32		p = slot / EYTZ_TIDS_PER_PAGE;
+
+	Assert(slot < r->meta.nentries);
+	if (!BufferIsValid(r->tidbuf) || p != r->tidpage)
+	{
+		r->tids = (const ItemPointerData *)
+			region_page(r->index, &r->meta, r->strategy, &r->tidbuf, p, true);
+		r->tidpage = p;
+	}
+	*tid = r->tids[slot % EYTZ_TIDS_PER_PAGE];
+	if (!tid_ok(tid, true))
+		bad_tid(r->index, &r->meta, r->meta.tids_start + p, tid);
+	return ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber;
+}
+
+void
+eytz_region_release(EytzRegionReader *r)
+{
+	if (BufferIsValid(r->keybuf))
+		UnlockReleaseBuffer(r->keybuf);
+	if (BufferIsValid(r->tidbuf))
+		UnlockReleaseBuffer(r->tidbuf);
+	r->keybuf = InvalidBuffer;
+	r->tidbuf = InvalidBuffer;
+}
+
+/*
+ * The whole region in slot order, checked: keys (nentries keys of
+ * meta->key_width bytes) and TIDs (packed with eytz_tid_pack(); tombstones
+ * have an invalid block).  Either array may be NULL.
+ */
+void
+eytz_region_load(Relation index, const EytzMetaPageData *meta,
+				 BufferAccessStrategy strategy, void *keys, uint64 *tids)
+{
+	uint64		n = meta->nentries;
+	Buffer		buf = InvalidBuffer;
+	uint32		p;
+
+	for (p = 0; keys && p < meta->nkeypages; p++)
+	{
+		uint64		first = (uint64) p * meta->keys_per_page;
+		const char *c = region_page(index, meta, strategy, &buf, p, false);
+
+		memcpy((char *) keys + first * meta->key_width, c,
+			   Min(meta->keys_per_page, n - first) * meta->key_width);
+		CHECK_FOR_INTERRUPTS();
+	}
+	for (p = 0; tids && p < meta->ntidpages; p++)
+	{
+		uint64		first = (uint64) p * EYTZ_TIDS_PER_PAGE;
+		uint64		cnt = Min(EYTZ_TIDS_PER_PAGE, n - first);
+		const ItemPointerData *src = (const ItemPointerData *)
+			region_page(index, meta, strategy, &buf, p, true);
+		uint64		i;
+
+		for (i = 0; i < cnt; i++)
+		{
+			if (!tid_ok(&src[i], true))
+				bad_tid(index, meta, meta->tids_start + p, &src[i]);
+			tids[first + i] = eytz_tid_pack((ItemPointer) &src[i]);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+}
+
+/* Slot of the entry of rank r (error reports only: linear) */
+static uint64
+slot_of_rank(const EytzShape *shape, uint64 r)
+{
+	uint64		t;
+
+	for (t = 0; t < shape->n; t++)
+		if (eytz_sorted_rank(shape, t) == r)
+			break;
+	return t;
+}
+
+/*
+ * Append the live entries of the region to pairs (empty on entry) in
+ * ascending (key, TID) order, checking on the way what the search relies
+ * on: keys ascend in order of rank, equal keys have ascending TIDs, and the
+ * metapage's tombstone count is right.  Used by merges and verify: a merge
+ * never launders a damaged layout into a new one.
+ */
+void
+eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
+						EytzPairs *pairs)
+{
+	uint64		n = meta->nentries;
+	EytzShape	shape = eytz_shape(n, meta->fanout);
+	uint64	   *keys;
+	uint64	   *tids;
+	uint64		t,
+				r,
+				out = 0,
+				dead = 0;
+	uint64		last_live = 0;
+	bool		have_live = false;
+	char	   *slotkeys;
+
+	Assert(pairs->n == 0);
+	if (n == 0)
+		return;
+	if (pairs->cap < n)
+	{
+		pairs->keys = repalloc_huge(pairs->keys, n * sizeof(uint64));
+		pairs->tids = repalloc_huge(pairs->tids, n * sizeof(uint64));
+		pairs->cap = n;
+	}
+	keys = pairs->keys;
+	tids = pairs->tids;
+
+	/* TIDs in slot order into tids[], then both scattered to rank order */
+	slotkeys = MemoryContextAllocHuge(CurrentMemoryContext, n * meta->key_width);
+	eytz_region_load(index, meta, NULL, slotkeys, tids);
+	for (t = 0; t < n; t++)
+		keys[eytz_sorted_rank(&shape, t)] = eytz_key_at(slotkeys, meta->key_width, t);
+	pfree(slotkeys);
+	{
+		uint64	   *ranked = MemoryContextAllocHuge(CurrentMemoryContext, n * sizeof(uint64));
+
+		for (t = 0; t < n; t++)
+			ranked[eytz_sorted_rank(&shape, t)] = tids[t];
+		memcpy(tids, ranked, n * sizeof(uint64));
+		pfree(ranked);
+	}
+
+	for (r = 0; r < n; r++)
+	{
+		bool		live = eytz_tid_block(tids[r]) != InvalidBlockNumber;
+
+		if (r > 0 && keys[r] != keys[r - 1])
+			have_live = false;
+		if ((r > 0 && keys[r] < keys[r - 1]) ||
+			(live && have_live && tids[r] <= last_live))
+		{
+			uint64		s = slot_of_rank(&shape, r);
+
+			EYTZ_CORRUPT(index, meta->keys_start + s / meta->keys_per_page,
+						 "Entry at slot " UINT64_FORMAT " (rank " UINT64_FORMAT ") is not above its in-order predecessor.",
+						 s, r);
+		}
+		if (!live)
+		{
+			dead++;
+			continue;
+		}
+		have_live = true;
+		last_live = tids[r];
+		keys[out] = keys[r];
+		tids[out++] = tids[r];
+		if ((r & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (dead != meta->ndead)
+		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
+					 "Metapage counts " UINT64_FORMAT " tombstones, the layout has " UINT64_FORMAT ".",
+					 meta->ndead, dead);
+	pairs->n = out;
+}
+
+/* ---- the pending list ---- */
+
+void
+eytz_pending_begin(EytzPendingReader *pr, Relation index,
+				   const EytzMetaPageData *meta)
+{
+	pr->index = index;
+	pr->meta = *meta;
+	pr->next = meta->pending_head;
+	pr->nblocks = RelationGetNumberOfBlocks(index);
+	pr->steps = 0;
+}
+
+/*
+ * Copy the entries of the next page of the list into entries (room for
+ * EYTZ_PENDING_PER_PAGE) and set *blkno; -1 at the end of the list.  Inserts
+ * may append meanwhile: the walk sees their entries or not.
+ */
+int
+eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
+				  BlockNumber *blkno)
+{
+	BlockNumber b = pr->next;
+	Buffer		buf;
+	Page		page;
+	EytzPageOpaque opaque;
+	int			count,
+				i;
+
+	if (b == InvalidBlockNumber)
+		return -1;
+	/* the list may have grown since: recount before calling it a cycle */
+	if (++pr->steps > pr->nblocks || b >= pr->nblocks)
+		pr->nblocks = RelationGetNumberOfBlocks(pr->index);
+	if (pr->steps > pr->nblocks)
+		EYTZ_CORRUPT(pr->index, b, "The pending list is longer than the file: it has a cycle.");
+	if (b == EYTZ_METAPAGE_BLKNO || b >= pr->nblocks ||
+		eytz_block_in_region(&pr->meta, b))
+		EYTZ_CORRUPT(pr->index, b, "The pending list reaches block %u, which cannot be a pending page.", b);
+
+	buf = ReadBuffer(pr->index, b);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	opaque = EytzPageGetOpaque(page);
+	count = PageIsNew(page) ? 0 : opaque->count;
+	if (count > EYTZ_PENDING_PER_PAGE)
+		EYTZ_CORRUPT(pr->index, b, "Pending page %u counts %d entries.", b, count);
+	eytz_check_page(pr->index, &pr->meta, page, b, EYTZ_PAGE_PENDING,
+			   count * sizeof(EytzPendingEntry));
+	memcpy(entries, PageGetContents(page), count * sizeof(EytzPendingEntry));
+	pr->next = opaque->next;
+	UnlockReleaseBuffer(buf);
+	for (i = 0; i < count; i++)
+		if (!tid_ok(&entries[i].tid, false))
+			bad_tid(pr->index, &pr->meta, b, &entries[i].tid);
+	*blkno = b;
+	return count;
+}
+
+/*
+ * All entries of the pending list meta names, palloc'd, and (if blocks is
+ * not NULL) the list's blocks.  Raises an error on a damaged list; returns
+ * true (callers of an earlier version retried on false).
+ */
+bool
+eytz_read_pending(Relation index, const EytzMetaPageData *meta,
+				  EytzPendingEntry **entries, uint64 *n,
+				  BlockNumber **blocks, int *nblocks)
+{
+	EytzPendingReader pr;
+	uint64		cap = Max(meta->npending, 16) + EYTZ_PENDING_PER_PAGE;
+	uint64		cnt = 0;
+	int			bcap = 16;
+	int			got;
+	BlockNumber blkno;
+	EytzPendingEntry *res = MemoryContextAllocHuge(CurrentMemoryContext,
+												   cap * sizeof(EytzPendingEntry));
+
+	if (blocks)
+	{
+		*blocks = palloc(sizeof(BlockNumber) * bcap);
+		*nblocks = 0;
+	}
+	eytz_pending_begin(&pr, index, meta);
+	for (;;)
+	{
+		if (cap - cnt < EYTZ_PENDING_PER_PAGE)
+		{
+			cap *= 2;
+			res = repalloc_huge(res, cap * sizeof(EytzPendingEntry));
+		}
+		got = eytz_pending_next(&pr, res + cnt, &blkno);
+		if (got < 0)
+			break;
+		cnt += got;
+		if (blocks)
+		{
+			if (*nblocks == bcap)
+			{
+				bcap *= 2;
+				*blocks = repalloc(*blocks, sizeof(BlockNumber) * bcap);
+			}
+			(*blocks)[(*nblocks)++] = blkno;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	*entries = res;
+	*n = cnt;
+	return true;
+}
