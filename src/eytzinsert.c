@@ -39,18 +39,17 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 	if (meta->pending_tail != InvalidBlockNumber)
 	{
 		Page		tail;
-		uint16		count;
 
 		tailbuf = ReadBuffer(index, meta->pending_tail);
 		LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
 		tail = BufferGetPage(tailbuf);
-		/* never append into a page that is not the list's tail */
-		count = PageIsNew(tail) ? 0 : EytzPageGetOpaque(tail)->count;
-		if (count > EYTZ_PENDING_PER_PAGE || EytzPageGetOpaque(tail)->next != InvalidBlockNumber)
-			EYTZ_CORRUPT(index, meta->pending_tail, "The pending list's tail is not a valid last page.");
-		eytz_check_page(index, meta, tail, meta->pending_tail, EYTZ_PAGE_PENDING,
-						count * sizeof(EytzPendingEntry));
-		if (count >= EYTZ_PENDING_PER_PAGE)
+		/* never append into a page that is not the list's last page */
+		eytz_check_page(index, meta, tail, meta->pending_tail, EYTZ_PAGE_PENDING, 0);
+		if (EytzPageGetOpaque(tail)->next != InvalidBlockNumber)
+			EYTZ_CORRUPT(index, meta->pending_tail,
+						 "The pending list's tail links to block %u.",
+						 EytzPageGetOpaque(tail)->next);
+		if (EytzPageGetOpaque(tail)->count >= EYTZ_PENDING_PER_PAGE)
 			newbuf = eytz_new_buffer(index, BufferGetPage(metabuf));
 	}
 	else

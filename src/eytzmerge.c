@@ -202,6 +202,24 @@ retired_chain(Relation index, BlockNumber head, BlockNumber nblocks,
 	}
 }
 
+/* How many retired generations a running transaction may still read */
+static int
+readable_generations(Relation index, const EytzMetaPageData *meta)
+{
+	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+	const EytzRetired *ret;
+	int			n = 0;
+	uint32		i;
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	ret = EytzPageGetRetired(BufferGetPage(metabuf));
+	for (i = 0; i < meta->nretired; i++)
+		if (!GlobalVisCheckRemovableFullXid(NULL, ret[i].stamp))
+			n++;
+	UnlockReleaseBuffer(metabuf);
+	return n;
+}
+
 /*
  * Sort the retired generations the metapage lists into those still readable
  * (kept, and their pages live) and those past the horizon (their pending
@@ -405,6 +423,18 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 		UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 		return false;
 	}
+	/* room to retire one more generation, before any work */
+	if (readable_generations(index, &meta) >= EYTZ_MAX_RETIRED)
+	{
+		UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+		if (!wait)
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot merge eytzgpu index \"%s\": %d earlier generations are still readable",
+						RelationGetRelationName(index), EYTZ_MAX_RETIRED),
+				 errhint("End long-running transactions: until then their snapshots keep the old pages.")));
+	}
 
 	/* the live entries, checked on the way (a damaged index is refused) */
 	eytz_pairs_init(&pairs, 0);
@@ -421,17 +451,7 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 	rc = palloc(sizeof(Recycling));
 	plan_recycling(index, &meta, pblocks, npblocks,
 				   RelationGetNumberOfBlocks(index), rc);
-	if (rc->nkeep >= EYTZ_MAX_RETIRED)
-	{
-		UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
-		if (!wait)
-			return false;
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot merge eytzgpu index \"%s\": %d earlier generations are still readable",
-						RelationGetRelationName(index), rc->nkeep),
-				 errhint("End long-running transactions; their snapshots keep the old pages.")));
-	}
+	Assert(rc->nkeep < EYTZ_MAX_RETIRED);
 
 	eytz_pairs_sort(&pairs);
 	eytz_choose_layout(index, pairs.n, meta.key_width, &layout, &fanout,

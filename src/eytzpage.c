@@ -62,15 +62,19 @@ page_mismatch(Relation index, const EytzMetaPageData *meta, BlockNumber blkno,
 	EYTZ_CORRUPT(index, blkno, "%s", detail);
 }
 
-/* Check a data page's header and type; bytes: the entries it must hold */
+/*
+ * Check a data page's header and type, and that it holds bytes of entries
+ * (for a pending page: as many as its count says, at most a page's worth).
+ */
 void
 eytz_check_page(Relation index, const EytzMetaPageData *meta, Page page,
-		   BlockNumber blkno, uint16 flags, Size bytes)
+				BlockNumber blkno, uint16 flags, Size bytes)
 {
 	static const char *const names[] = {"", "meta", "key", "TID", "pending", "free"};
 	PageHeader	ph = (PageHeader) page;
 	char		detail[128];
 
+	/* the special space's position first: the type is read from there */
 	if (PageIsNew(page) ||
 		ph->pd_special != BLCKSZ - MAXALIGN(sizeof(EytzPageOpaqueData)) ||
 		EytzPageGetOpaque(page)->page_id != EYTZ_PAGE_ID ||
@@ -79,6 +83,13 @@ eytz_check_page(Relation index, const EytzMetaPageData *meta, Page page,
 		snprintf(detail, sizeof(detail), "Block %u should be a %s page.",
 				 blkno, names[flags]);
 		page_mismatch(index, meta, blkno, detail);
+	}
+	if (flags == EYTZ_PAGE_PENDING)
+	{
+		if (EytzPageGetOpaque(page)->count > EYTZ_PENDING_PER_PAGE)
+			EYTZ_CORRUPT(index, blkno, "Pending page %u counts %u entries.",
+						 blkno, EytzPageGetOpaque(page)->count);
+		bytes = EytzPageGetOpaque(page)->count * sizeof(EytzPendingEntry);
 	}
 	if (ph->pd_lower != MAXALIGN(SizeOfPageHeaderData) + bytes)
 	{
@@ -539,12 +550,9 @@ eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
 	buf = ReadBuffer(pr->index, b);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
+	eytz_check_page(pr->index, &pr->meta, page, b, EYTZ_PAGE_PENDING, 0);
 	opaque = EytzPageGetOpaque(page);
-	count = PageIsNew(page) ? 0 : opaque->count;
-	if (count > EYTZ_PENDING_PER_PAGE)
-		EYTZ_CORRUPT(pr->index, b, "Pending page %u counts %d entries.", b, count);
-	eytz_check_page(pr->index, &pr->meta, page, b, EYTZ_PAGE_PENDING,
-			   count * sizeof(EytzPendingEntry));
+	count = opaque->count;
 	memcpy(entries, PageGetContents(page), count * sizeof(EytzPendingEntry));
 	pr->next = opaque->next;
 	UnlockReleaseBuffer(buf);

@@ -142,6 +142,32 @@ note "then VACUUM: $after pages, REINDEX $fresh: ratio $ratio";
 is($node->safe_psql('postgres', "SELECT eytzgpu_verify('s_idx', true)"),
 	't', 'verify after the rounds');
 
+# ---- merges that each flush their own switch record (issue 12 item 2:
+# flushing the insert position failed about once in 1,000 merges)
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE xm (k int4);
+	INSERT INTO xm SELECT g FROM generate_series(1, 10) g;
+	CREATE INDEX xm_k ON xm USING eytzgpu (k);
+	CREATE TABLE pad (t text);
+});
+$node->safe_psql('postgres',
+	join("\n",
+		map { "INSERT INTO pad VALUES (repeat('x', (random() * 200)::int)); SELECT eytzgpu_merge('xm_k');" }
+		  1 .. 1000));
+is($node->safe_psql('postgres', "SELECT generation FROM eytzgpu_info('xm_k')"),
+	'1001', '1,000 merges, each its own transaction');
+
+# one transaction can keep at most 256 generations readable: the next
+# explicit merge says so (automatic merges wait for a later insert)
+($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nDO \$\$BEGIN FOR i IN 1 .. 300 LOOP PERFORM eytzgpu_merge('xm_k'); END LOOP; END\$\$");
+like($err, qr/55000: cannot merge eytzgpu index "xm_k": 256 earlier generations are still readable/,
+	'a transaction that merges too often is told why');
+$node->safe_psql('postgres', "SELECT eytzgpu_merge('xm_k')") foreach 1 .. 2;
+is($node->safe_psql('postgres', "SELECT eytzgpu_verify('xm_k', true), pages < 10 FROM eytzgpu_info('xm_k')"),
+	't|t', 'merges recycle again afterwards');
+
 # ---- kill -9 in the middle of VACUUM's index phase
 $node->safe_psql(
 	'postgres', q{
