@@ -121,4 +121,4 @@ SELECT * FROM am_report();
 DROP TABLE am_log;
 DROP PROCEDURE am_sweep;
 DROP FUNCTION am_report;
-DROP FUNCTION am_check, am_battery;
+DROP FUNCTION am_check, am_battery, am_error;

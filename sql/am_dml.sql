@@ -156,4 +156,4 @@ SELECT * FROM am_check('dml_expr_idx', ARRAY['a % 2 = 0 AND a = 500', 'a % 2 = 0
 SELECT eytzgpu_verify('dml_expr_idx');
 
 DROP TABLE dml, dml_small, dml_empty, dml_unlogged, dml_expr;
-DROP FUNCTION am_check, am_battery;
+DROP FUNCTION am_check, am_battery, am_error;

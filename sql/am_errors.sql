@@ -1,14 +1,9 @@
 -- am_errors: bad input to eytzgpu gives clear errors with proper SQLSTATEs
 -- (shown by am_error() as "SQLSTATE: message"), never a crash.
 SET client_min_messages = warning;
-CREATE FUNCTION am_error(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\set ECHO none
+\i sql/am_harness.inc
+\set ECHO all
 CREATE TABLE er (i int4, t text, f float8, j int8);
 INSERT INTO er SELECT g, g::text, g / 3.0, g * 1000 FROM generate_series(1, 1000) g;
 
@@ -90,4 +85,4 @@ SELECT p, pg_indexam_has_property((SELECT oid FROM pg_am WHERE amname = 'eytzgpu
   FROM unnest(ARRAY['can_order', 'can_unique', 'can_multi_col', 'can_exclude', 'can_include']) p;
 
 DROP TABLE er, er_big;
-DROP FUNCTION am_error;
+DROP FUNCTION am_error, am_check, am_battery;

@@ -3,14 +3,9 @@
 -- taken); verify's heapallindexed; LIMIT over a wide range of duplicates
 -- reads a few pages only.
 SET client_min_messages = warning;
-CREATE FUNCTION am_error(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\set ECHO none
+\i sql/am_harness.inc
+\set ECHO all
 CREATE TABLE sec (k int4);
 INSERT INTO sec SELECT g % 100 FROM generate_series(1, 5000) g;
 CREATE INDEX sec_idx ON sec USING eytzgpu (k);
@@ -72,5 +67,5 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 
 DROP TABLE sec, sec_dup;
-DROP FUNCTION am_error, index_blocks;
+DROP FUNCTION am_error, am_check, am_battery, index_blocks;
 DROP ROLE regress_eytz_nobody, regress_eytz_reader, regress_eytz_monitor;

@@ -193,4 +193,4 @@ DEALLOCATE p8;
 DEALLOCATE pa;
 DROP TABLE ty_int2, ty_int4, ty_int8, ty_oid, ty_date, ty_ts, ty_tstz, ty_f4, ty_f8;
 DROP FUNCTION ty_generic_lt, ty_generic_eq2, ty_generic_any, ty_generic_ts;
-DROP FUNCTION am_check, am_battery;
+DROP FUNCTION am_check, am_battery, am_error;
