@@ -26,7 +26,19 @@ SELECT entries, pending, dead FROM eytzgpu_info('dml_idx');
 SELECT eytzgpu_verify('dml_idx');
 SELECT * FROM am_check('dml_idx', am_battery('dml_idx', ARRAY['4242', '-10000', '10000']));
 
+-- one statement merges once (a transaction keeps the generations it retired
+-- readable, so further merges would each leave a layout behind); the rest
+-- waits in the pending list for the next transaction's first insert
 INSERT INTO dml_small (k) SELECT (random() * 500)::int8 FROM generate_series(1, 1000);
+SELECT entries + pending AS indexed, pending > 900 AS pending_kept, generation
+  FROM eytzgpu_info('dml_small_idx');
+SELECT eytzgpu_verify('dml_small_idx');
+SELECT * FROM am_check('dml_small_idx', am_battery('dml_small_idx', ARRAY['0', '500'], true));
+-- inserts in separate transactions merge every 16 entries
+\set ECHO none
+SELECT 'INSERT INTO dml_small (k) SELECT (random() * 500)::int8 FROM generate_series(1, 10)'
+  FROM generate_series(1, 30) \gexec
+\set ECHO all
 SELECT entries + pending AS indexed, pending < 16 AS merged, generation > 10 AS many_merges
   FROM eytzgpu_info('dml_small_idx');
 SELECT eytzgpu_verify('dml_small_idx');
@@ -70,11 +82,13 @@ SELECT * FROM am_check('dml_idx', am_battery('dml_idx', '{}', true));
 -- repeated merges of a growing index, each in its own transaction, reuse
 -- the blocks of the generations no transaction can read any more: the file
 -- stays within a few times the size of a fresh build
+\set ECHO none
 \o /dev/null
 SELECT 'INSERT INTO dml (k) SELECT (random() * 20000)::int4 - 10000 FROM generate_series(1, 400)',
 	   $$SELECT eytzgpu_merge('dml_idx')$$
   FROM generate_series(1, 20) \gexec
 \o
+\set ECHO all
 SELECT eytzgpu_verify('dml_idx');
 SELECT * FROM am_check('dml_idx', am_battery('dml_idx', '{}', true));
 SELECT pages AS pages_merged FROM eytzgpu_info('dml_idx') \gset

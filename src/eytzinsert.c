@@ -5,7 +5,8 @@
  * The Eytzinger layout is static.  An inserted (key, TID) is appended to the
  * pending list (WAL-logged with GenericXLog); scans search the list too.
  * When it reaches the index's pending_limit the inserting backend merges it
- * into a new layout, if no other backend is already doing so.
+ * into a new layout, unless another backend is doing so or this transaction
+ * merged the index already (see eytz_merge()).
  *
  * Inserts hold a share lock on the metapage's heavyweight page lock while
  * appending; a merge takes it exclusively, so no entry is appended to a list

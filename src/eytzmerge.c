@@ -202,20 +202,30 @@ retired_chain(Relation index, BlockNumber head, BlockNumber nblocks,
 	}
 }
 
-/* How many retired generations a running transaction may still read */
+/*
+ * How many retired generations a running transaction may still read, and
+ * whether this transaction retired one of them.
+ */
 static int
-readable_generations(Relation index, const EytzMetaPageData *meta)
+readable_generations(Relation index, const EytzMetaPageData *meta, bool *ours)
 {
 	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
+	FullTransactionId me = GetTopFullTransactionIdIfAny();
 	const EytzRetired *ret;
 	int			n = 0;
 	uint32		i;
 
+	*ours = false;
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	ret = EytzPageGetRetired(BufferGetPage(metabuf));
 	for (i = 0; i < meta->nretired; i++)
 		if (!GlobalVisCheckRemovableFullXid(NULL, ret[i].stamp))
+		{
 			n++;
+			if (FullTransactionIdIsValid(me) &&
+				FullTransactionIdEquals(ret[i].stamp, me))
+				*ours = true;
+		}
 	UnlockReleaseBuffer(metabuf);
 	return n;
 }
@@ -387,7 +397,8 @@ finish_recycling(Relation index, Recycling *rc)
 /*
  * Merge the pending list and drop tombstones.  With wait, block until the
  * merge lock is free; without, give up if another backend holds it or has
- * merged meanwhile, or if too many retired generations are still readable.
+ * merged meanwhile, if this transaction merged already, or if too many
+ * retired generations are still readable.
  * Returns whether a new layout was written, and the LSN of the switch in
  * *switch_lsn (if not NULL).
  */
@@ -411,6 +422,7 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 	Recycling  *rc;
 	EytzRetired retire;
 	XLogRecPtr	lsn;
+	bool		ours;
 
 	if (wait)
 		LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
@@ -423,8 +435,16 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 		UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 		return false;
 	}
-	/* room to retire one more generation, before any work */
-	if (readable_generations(index, &meta) >= EYTZ_MAX_RETIRED)
+	/*
+	 * Room to retire one more generation, before any work.  Automatic merges
+	 * also leave the index alone if this transaction retired a generation
+	 * already: that one stays until the transaction ends, so a bulk insert
+	 * would otherwise leave a whole layout behind at every pending_limit
+	 * entries.  Its entries wait in the pending list for the next
+	 * transaction's merge (or VACUUM's).
+	 */
+	if (readable_generations(index, &meta, &ours) >= EYTZ_MAX_RETIRED ||
+		(!wait && ours))
 	{
 		UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 		if (!wait)
@@ -470,11 +490,9 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 	 */
 	if (start >= set_end(&rc->live))
 	{
-		BlockNumber nblocks;
-
 		start = Max(start, EYTZ_METAPAGE_BLKNO + 1 + need + need / 8);
-		/* the layout is written from start on: the blocks before exist */
-		while ((nblocks = RelationGetNumberOfBlocks(index)) < start)
+		/* the layout is written from start on: the blocks before must exist */
+		while (RelationGetNumberOfBlocks(index) < start)
 			ReleaseBuffer(ReadBuffer(index, P_NEW));
 	}
 

@@ -2,9 +2,9 @@
 # unlogged indexes after a crash, and the build's progress phases.
 #
 # pgbench clients insert into and query one index whose small pending_limit
-# makes merges happen while scans run (scans retry when the generation
-# changes); afterwards the index must pass eytzgpu_verify() and agree with a
-# sequential scan.
+# makes merges happen while scans run (scans read the generation they started
+# on, which merges do not reuse while they run); afterwards the index must
+# pass eytzgpu_verify() and agree with a sequential scan.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
