@@ -93,6 +93,40 @@ SELECT eytzgpu_verify('dml_idx');
 SELECT * FROM am_check('dml_idx', am_battery('dml_idx', '{}', true));
 SELECT pages AS pages_merged FROM eytzgpu_info('dml_idx') \gset
 
+-- a scan open in this transaction keeps its generation readable: merges of
+-- the same transaction neither recycle nor overwrite it
+DO $$
+DECLARE
+	c refcursor;
+	v int;
+	n int := 0;
+	total int8 := 0;
+	ref text;
+BEGIN
+	SET LOCAL enable_seqscan = off;
+	SET LOCAL enable_bitmapscan = off;
+	SELECT count(*) || ' ' || sum(dml.v) INTO ref FROM dml WHERE k BETWEEN -5000 AND 5000;
+	OPEN c FOR SELECT dml.v FROM dml WHERE k BETWEEN -5000 AND 5000;
+	FOR i IN 1 .. 6 LOOP
+		FOR j IN 1 .. 100 LOOP
+			FETCH c INTO v;
+			n := n + 1;
+			total := total + v;
+		END LOOP;
+		INSERT INTO dml (k) SELECT (random() * 20000)::int4 - 10000 FROM generate_series(1, 300);
+		PERFORM eytzgpu_merge('dml_idx');
+	END LOOP;
+	LOOP
+		FETCH c INTO v;
+		EXIT WHEN NOT FOUND;
+		n := n + 1;
+		total := total + v;
+	END LOOP;
+	RAISE WARNING 'cursor across merges: %', CASE WHEN n || ' ' || total = ref THEN 'ok' ELSE n || ' ' || total || ' expected ' || ref END;
+END
+$$;
+SELECT eytzgpu_verify('dml_idx');
+
 -- REINDEX, REINDEX CONCURRENTLY, VACUUM FULL
 REINDEX INDEX dml_idx;
 SELECT :pages_merged <= 4 * pages AS bounded FROM eytzgpu_info('dml_idx');

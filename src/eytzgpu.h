@@ -309,8 +309,9 @@ extern bool eytz_insert(Relation index, Datum *values, bool *isnull,
 extern void eytz_pending_append(Relation index, uint64 key, ItemPointer tid);
 
 /* eytzmerge.c */
-extern bool eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn);
-extern void eytz_recycle(Relation index);
+extern bool eytz_merge(Relation index, bool wait, int own_opens,
+					   XLogRecPtr *switch_lsn);
+extern void eytz_recycle(Relation index, int own_opens);
 
 /* eytzvacuum.c */
 extern IndexBulkDeleteResult *eytz_bulkdelete(IndexVacuumInfo *info,

@@ -112,6 +112,6 @@ eytz_insert(Relation index, Datum *values, bool *isnull,
 
 	eytz_read_meta(index, &meta);
 	if (meta.npending >= meta.pending_limit)
-		eytz_merge(index, false, NULL);
+		eytz_merge(index, false, 0, NULL);
 	return false;
 }

@@ -29,6 +29,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/storage.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -232,13 +233,14 @@ readable_generations(Relation index, const EytzMetaPageData *meta, bool *ours)
 
 /*
  * Sort the retired generations the metapage lists into those still readable
- * (kept, and their pages live) and those past the horizon (their pending
- * pages to be freed); pblocks are the current pending list's pages.
+ * (kept, and their pages live) and those past the horizon, or all if
+ * everything (their pending pages to be freed); pblocks are the current
+ * pending list's pages.
  */
 static void
 plan_recycling(Relation index, const EytzMetaPageData *meta,
 			   const BlockNumber *pblocks, int npblocks, BlockNumber nblocks,
-			   Recycling *rc)
+			   bool everything, Recycling *rc)
 {
 	EytzRetired ret[EYTZ_MAX_RETIRED];
 	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
@@ -273,7 +275,7 @@ plan_recycling(Relation index, const EytzMetaPageData *meta,
 			EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
 						 "Retired region at block %u (%u blocks) is outside the %u blocks of the file.",
 						 r->region_start, r->region_len, nblocks);
-		if (GlobalVisCheckRemovableFullXid(NULL, r->stamp))
+		if (everything || GlobalVisCheckRemovableFullXid(NULL, r->stamp))
 		{
 			rc->nrecycled++;
 			retired_chain(index, r->pending_head, nblocks, &cur, &rc->tofree,
@@ -395,6 +397,100 @@ finish_recycling(Relation index, Recycling *rc)
 }
 
 /*
+ * Recycle the retired generations no transaction can read any more (all of
+ * them if everything), and truncate a free tail.  The caller holds the
+ * merge lock.
+ */
+static void
+recycle(Relation index, bool everything)
+{
+	EytzMetaPageData meta;
+	EytzPendingEntry *pending;
+	uint64		npending;
+	BlockNumber *pblocks;
+	int			npblocks;
+	Recycling  *rc = palloc(sizeof(Recycling));
+
+	eytz_read_meta(index, &meta);
+	eytz_read_pending(index, &meta, &pending, &npending, &pblocks, &npblocks);
+	plan_recycling(index, &meta, pblocks, npblocks,
+				   RelationGetNumberOfBlocks(index), everything, rc);
+	if (rc->nrecycled > 0)
+		write_metapage(index, &meta, rc, NULL);
+	finish_recycling(index, rc);
+	pfree(pending);
+	pfree(pblocks);
+	pfree(rc);
+}
+
+/*
+ * Can no one read a retired generation?  True when no other transaction
+ * has the index open (every reader of its pages keeps a lock on it until it
+ * ends), which an AccessExclusiveLock had at once shows, and this backend
+ * holds no more references to it than own_opens (no scan of its own is
+ * open).  Then the caller holds the lock, to release after recycling; the
+ * lock is WAL-logged, so hot standby queries on the index give way first,
+ * as for a truncation.
+ */
+static bool
+no_readers(Relation index, int own_opens)
+{
+	return own_opens > 0 && index->rd_refcnt <= own_opens &&
+		ConditionalLockRelation(index, AccessExclusiveLock);
+}
+
+/*
+ * The layout that starts after a hole that can hold it moves to block 1: a
+ * copy, WAL-logged, then a switch that retires the old place.  Only with no
+ * readers (nothing else is retired then), so that the copy is recycled, and
+ * the file truncated, at once.
+ */
+static XLogRecPtr
+move_to_front(Relation index)
+{
+	EytzMetaPageData meta;
+	EytzMetaPageData newmeta;
+	EytzRetired retire;
+	Recycling  *rc = palloc0(sizeof(Recycling));
+	BlockNumber len;
+	BlockNumber p;
+	XLogRecPtr	lsn;
+
+	eytz_read_meta(index, &meta);
+	len = meta.nkeypages + meta.ntidpages;
+	Assert(meta.nretired == 0 && meta.keys_start > EYTZ_METAPAGE_BLKNO + len);
+	for (p = 0; p < len; p++)
+	{
+		Buffer		src = ReadBuffer(index, meta.keys_start + p);
+		Buffer		dst = ReadBufferExtended(index, MAIN_FORKNUM,
+											 EYTZ_METAPAGE_BLKNO + 1 + p,
+											 RBM_ZERO_AND_LOCK, NULL);
+
+		LockBuffer(src, BUFFER_LOCK_SHARE);
+		memcpy(BufferGetPage(dst), BufferGetPage(src), BLCKSZ);
+		MarkBufferDirty(dst);
+		UnlockReleaseBuffer(src);
+		UnlockReleaseBuffer(dst);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, EYTZ_METAPAGE_BLKNO + 1,
+						  EYTZ_METAPAGE_BLKNO + 1 + len, true);
+
+	memcpy(&newmeta, &meta, sizeof(meta));
+	newmeta.keys_start = EYTZ_METAPAGE_BLKNO + 1;
+	newmeta.tids_start = newmeta.keys_start + meta.nkeypages;
+	newmeta.generation = meta.generation + 1;
+	memset(&retire, 0, sizeof(retire));
+	retire.region_start = meta.keys_start;
+	retire.region_len = len;
+	retire.pending_head = meta.pending_head;
+	lsn = write_metapage(index, &newmeta, rc, &retire);
+	pfree(rc);
+	return lsn;
+}
+
+/*
  * Merge the pending list and drop tombstones.  With wait, block until the
  * merge lock is free; without, give up if another backend holds it or has
  * merged meanwhile, if this transaction merged already, or if too many
@@ -403,7 +499,7 @@ finish_recycling(Relation index, Recycling *rc)
  * *switch_lsn (if not NULL).
  */
 bool
-eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
+eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 {
 	EytzMetaPageData meta;
 	EytzMetaPageData newmeta;
@@ -470,7 +566,7 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 
 	rc = palloc(sizeof(Recycling));
 	plan_recycling(index, &meta, pblocks, npblocks,
-				   RelationGetNumberOfBlocks(index), rc);
+				   RelationGetNumberOfBlocks(index), false, rc);
 	Assert(rc->nkeep < EYTZ_MAX_RETIRED);
 
 	eytz_pairs_sort(&pairs);
@@ -514,12 +610,27 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 	lsn = write_metapage(index, &newmeta, rc,
 						 (retire.region_len > 0 || retire.pending_head != InvalidBlockNumber)
 						 ? &retire : NULL);
-	if (switch_lsn)
-		*switch_lsn = lsn;
 
 	set_add(&rc->live, start, need);
 	set_normalize(&rc->live);
 	finish_recycling(index, rc);
+
+	/*
+	 * With no readers the old generation is free now; a layout written past
+	 * a hole that holds it moves into the hole, so the file ends with it.
+	 */
+	if (no_readers(index, own_opens))
+	{
+		recycle(index, true);
+		if (start > EYTZ_METAPAGE_BLKNO + need)
+		{
+			lsn = move_to_front(index);
+			recycle(index, true);
+		}
+		UnlockRelation(index, AccessExclusiveLock);
+	}
+	if (switch_lsn)
+		*switch_lsn = lsn;
 
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 	eytz_pairs_free(&pairs);
@@ -529,31 +640,21 @@ eytz_merge(Relation index, bool wait, XLogRecPtr *switch_lsn)
 }
 
 /*
- * Recycle the retired generations no transaction can read any more, and
- * truncate a free tail (VACUUM, when it does not merge).
+ * Recycle what can be, and truncate a free tail (VACUUM, when it does not
+ * merge); own_opens: the references the caller holds to the index.
  */
 void
-eytz_recycle(Relation index)
+eytz_recycle(Relation index, int own_opens)
 {
-	EytzMetaPageData meta;
-	EytzPendingEntry *pending;
-	uint64		npending;
-	BlockNumber *pblocks;
-	int			npblocks;
-	Recycling  *rc = palloc(sizeof(Recycling));
-
 	LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
-	eytz_read_meta(index, &meta);
-	eytz_read_pending(index, &meta, &pending, &npending, &pblocks, &npblocks);
-	plan_recycling(index, &meta, pblocks, npblocks,
-				   RelationGetNumberOfBlocks(index), rc);
-	if (rc->nrecycled > 0)
-		write_metapage(index, &meta, rc, NULL);
-	finish_recycling(index, rc);
+	if (no_readers(index, own_opens))
+	{
+		recycle(index, true);
+		UnlockRelation(index, AccessExclusiveLock);
+	}
+	else
+		recycle(index, false);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
-	pfree(pending);
-	pfree(pblocks);
-	pfree(rc);
 }
 
 /* SELECT eytzgpu_merge('idx'): merge now; returns the new generation */
@@ -571,7 +672,7 @@ eytzgpu_merge(PG_FUNCTION_ARGS)
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 
 	index = eytz_open_index(indexoid, RowExclusiveLock);
-	eytz_merge(index, true, &lsn);
+	eytz_merge(index, true, 1, &lsn);
 	eytz_read_meta(index, &meta);
 
 	/*

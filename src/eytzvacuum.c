@@ -180,9 +180,9 @@ eytz_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	eytz_read_meta(index, &meta);
 	if (meta.npending > 0 ||
 		meta.ndead * 100 > meta.nentries * EYTZ_VACUUM_MERGE_DEAD_PCT)
-		eytz_merge(index, true, NULL);
+		eytz_merge(index, true, 1, NULL);
 	else if (meta.nretired > 0)
-		eytz_recycle(index);
+		eytz_recycle(index, 1);
 	eytz_read_meta(index, &meta);
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
