@@ -31,6 +31,7 @@ struct EytzSearch
 	EytzRange  *ranges;
 	int			nranges;
 	EytzRegionReader region;
+	uint64		level_end[64];	/* one past each level's last slot */
 
 	/* layout cursor */
 	int			range;			/* current range; nranges when done */
@@ -71,6 +72,7 @@ EytzSearch *
 eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 {
 	EytzSearch *s = palloc0(sizeof(EytzSearch));
+	uint32		l;
 
 	s->index = index;
 	eytz_read_meta(index, &s->meta);
@@ -78,6 +80,9 @@ eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 	memcpy(s->ranges, ranges, sizeof(EytzRange) * nranges);
 	s->nranges = nranges;
 	eytz_region_begin(&s->region, index, &s->meta, NULL);
+	/* at most 64 levels: a level holds at least twice the entries above */
+	for (l = 0; l < s->meta.levels; l++)
+		s->level_end[l] = eytz_level_end(l, s->meta.fanout, s->meta.nentries);
 	s->range = s->meta.nentries > 0 ? 0 : nranges;
 	start_range(s);
 	eytz_pending_begin(&s->pending, index, &s->meta);
@@ -113,16 +118,16 @@ search_layout(EytzSearch *s, ItemPointerData *tids, int max)
 {
 	const EytzMetaPageData *m = &s->meta;
 	uint32		k = m->fanout;
-	uint64		n = m->nentries;
 	int			got = 0;
 
 	while (s->range < s->nranges && got < max)
 	{
 		uint64		lo = s->ranges[s->range].lo;
 		uint64		hi = s->ranges[s->range].hi;
-		uint64		level_end = eytz_level_end(s->level, k, n);
+		uint64		level_end;
 
-		if (!s->in_run && (s->level >= m->levels || s->node >= level_end))
+		if (!s->in_run && (s->level >= m->levels ||
+						   s->node >= s->level_end[s->level]))
 		{
 			/* this range is done: the next one starts at the root */
 			s->range++;
@@ -130,6 +135,7 @@ search_layout(EytzSearch *s, ItemPointerData *tids, int max)
 			CHECK_FOR_INTERRUPTS();
 			continue;
 		}
+		level_end = s->level_end[s->level];
 		if (!s->in_run)
 		{
 			uint64		keys[EYTZ_MAX_FANOUT];
