@@ -19,8 +19,18 @@
  * blocks go to the free space map, and a free tail of the file is truncated
  * (under a conditional AccessExclusiveLock, as VACUUM truncates a heap).
  *
+ * When that lock can be had at once and this backend has no scan open on
+ * the index, no one can read any retired generation (every reader keeps a
+ * lock on the index until its transaction ends): eytzgpu_merge() and VACUUM
+ * then recycle them all at once, and a layout that had to go past the end
+ * of the file moves to block 1, so that the file shrinks to one layout.
+ * Otherwise a layout that extends the file starts far enough out for the
+ * next, slightly larger one to fit in front of it, and regions alternate
+ * between the front and the back of the file.
+ *
  * Merges run under the metapage's heavyweight page lock in exclusive mode,
- * which keeps inserts and VACUUM out.
+ * which keeps inserts and VACUUM out.  Automatic merges (eytzinsert.c) run
+ * at most once per transaction and index.
  */
 #include "postgres.h"
 
