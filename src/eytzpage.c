@@ -18,8 +18,11 @@
  * because a merge never writes into pages that a running transaction may
  * still read: the pages it replaces are "retired" in the metapage with the
  * merge's own XID, and only become reusable once
- * GlobalVisCheckRemovableFullXid() says no snapshot older than that is left
- * (eytzmerge.c), as nbtree does with its deleted pages.
+ * GlobalVisCheckRemovableFullXid() says no snapshot older than that is left,
+ * as nbtree does with its deleted pages, or once no other transaction holds
+ * the index open and no scan of the merging backend is open (eytzmerge.c).
+ * A reader must therefore keep the index open while it reads (every
+ * executor node does) and may hold the generation across calls.
  */
 #include "postgres.h"
 
