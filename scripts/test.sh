@@ -34,9 +34,13 @@ cp -a "$REPO/." "$WORK/src"
 [ "$(id -u)" = 0 ] && chown -R postgres: "$WORK"
 start_cluster "$WORK/pg" 54329
 
-echo "== pg_regress and TAP tests"
+echo "== pg_regress"
 as_pguser make -C "$WORK/src" -s installcheck "$@" || {
 	[ -f "$WORK/src/regression.diffs" ] && cat "$WORK/src/regression.diffs"
+	exit 1
+}
+echo "== TAP tests"
+as_pguser make -C "$WORK/src" -s prove_installcheck "$@" || {
 	for f in "$WORK"/src/tmp_check/log/regress_log_*; do
 		[ -f "$f" ] && { echo "--- $f"; tail -50 "$f"; }
 	done
