@@ -83,3 +83,8 @@ test/layout_test: test/layout_test.c cuda/eytz_layout.h
 .PHONY: layoutcheck
 layoutcheck: test/layout_test
 	./test/layout_test
+
+# README.md's SQL blocks are all in sql/readme.sql, which runs them
+.PHONY: readmecheck
+readmecheck:
+	perl scripts/readme_check.pl README.md sql/readme.sql

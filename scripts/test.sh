@@ -14,6 +14,8 @@ build_install "$@"
 
 echo "== layout math (CPU)"
 make -C "$REPO" -s layoutcheck "$@"
+echo "== README's SQL blocks are in sql/readme.sql"
+make -C "$REPO" -s readmecheck "$@"
 if grep -q '^cputest:' "$REPO/cuda/Makefile" 2>/dev/null; then
 	echo "== kernel CPU reference"
 	make -C "$REPO/cuda" -s cputest
