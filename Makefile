@@ -57,7 +57,9 @@ ifdef HAVE_CUDA
 $(shlib): $(CUDA_OBJS)
 
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
+	@echo "== nvcc: compiling $< (the CUDA kernels, for several GPU generations: a few minutes)"
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	@echo "== nvcc: $@ done"
 endif
 
 $(OBJS): $(wildcard src/*.h cuda/*.h)
