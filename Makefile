@@ -10,8 +10,8 @@
 # /usr/local/cuda) and NO_CUDA is unset, the kernels in cuda/*.cu are compiled
 # and linked in with the static CUDA runtime, so eytzgpu.so still loads on a
 # machine with no NVIDIA driver; the GPU is detected at run time.  Switching
-# between the two (or changing PG_CONFIG or CUDA_HOME) rebuilds everything:
-# the objects depend on .build-config, which records the configuration.
+# between the two (or changing PG_CONFIG or CUDA_HOME) rebuilds what depends
+# on it: .build-config and .build-config-cuda record the configuration.
 
 EXTENSION = eytzgpu
 EXTVERSION = 0.1.0
@@ -48,7 +48,7 @@ SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthr
 EXTRA_CLEAN += $(CUDA_OBJS)
 endif
 
-EXTRA_CLEAN += test/layout_test .build-config tmp_check
+EXTRA_CLEAN += test/layout_test .build-config .build-config-cuda tmp_check
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -64,11 +64,17 @@ endif
 
 $(OBJS): $(wildcard src/*.h cuda/*.h)
 
-# Rewritten only when the configuration changes, so that make rebuilds then
-BUILD_CONFIG = pg_config=$(PG_CONFIG) cuda=$(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS),none)
-.build-config: FORCE
-	@echo '$(BUILD_CONFIG)' | cmp -s - $@ || echo '$(BUILD_CONFIG)' > $@
-$(OBJS) $(OBJS:.o=.bc) $(CUDA_OBJS): .build-config
+# Rewritten only when the configuration changes, so that make rebuilds then:
+# the C objects depend on the PostgreSQL and on whether CUDA is in, the
+# kernels on nvcc and its flags only (switching NO_CUDA back keeps them)
+BUILD_CONFIG = pg_config=$(PG_CONFIG) cuda=$(if $(HAVE_CUDA),yes,no)
+CUDA_CONFIG = $(NVCC) $(NVCCFLAGS)
+.build-config: STAMP = $(BUILD_CONFIG)
+.build-config-cuda: STAMP = $(CUDA_CONFIG)
+.build-config .build-config-cuda: FORCE
+	@echo '$(STAMP)' | cmp -s - $@ || echo '$(STAMP)' > $@
+$(OBJS) $(OBJS:.o=.bc): .build-config
+$(CUDA_OBJS): .build-config-cuda
 .PHONY: FORCE
 FORCE:
 

@@ -50,7 +50,7 @@ build_install() {
 
 # say whether the library was built with CUDA and whether a GPU is visible
 report_cuda() {
-	if grep -q 'cuda=none' "$REPO/.build-config" 2>/dev/null; then
+	if grep -q 'cuda=no' "$REPO/.build-config" 2>/dev/null; then
 		echo "== CUDA: not built in (no nvcc at ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc, or NO_CUDA set): joins run on the CPU"
 	else
 		echo "== CUDA: built in"
