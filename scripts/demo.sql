@@ -100,8 +100,12 @@ SELECT demo_run('join: EytzGPU Join, first run in a backend (loads the index)',
 SELECT demo_run('join: EytzGPU Join, index already loaded', :'nohash', :'join');
 \pset tuples_only off
 \pset format aligned
-\echo 'Device says whether the GPU or the CPU ran it:'
+\echo 'The EytzGPU Join in detail (hash and merge joins off); Device says whether the GPU or the CPU ran it:'
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) :join;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
 \pset tuples_only on
 \pset format unaligned
 
