@@ -9,36 +9,29 @@
  * on the order the heap scan produced them in.
  *
  * A build whose pairs do not fit in maintenance_work_mem moves them to an
- * EytzSpill instead: PostgreSQL's tuplesort over (key, TID) tuples, which
- * sorts in bounded memory and spills runs to disk, and returns the pairs in
- * the same (key, TID) order as the radix sort.
+ * EytzSpill instead: PostgreSQL's tuplesort, which sorts in bounded memory
+ * and spills runs to disk.  A pair is sorted as one 16-byte uuid datum, the
+ * key then the packed TID, both big-endian: uuid order (memcmp) is then the
+ * (key, TID) order of the radix sort, unsigned keys included, and uuid's
+ * abbreviated keys (its first 8 bytes: the key) make the comparisons cheap.
  */
 #include "postgres.h"
 
-#include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/tuplesort.h"
+#include "utils/typcache.h"
+#include "utils/uuid.h"
 
 #include "eytzgpu.h"
 
 /* bytes per pair while sorting: keys and TIDs, twice (radix ping-pong) */
 #define EYTZ_SORT_BYTES_PER_PAIR (4 * sizeof(uint64))
 
-/*
- * Unsigned keys become int8 with the sign bit flipped, so that int8's signed
- * order is the keys' unsigned order; packed TIDs (48 bits) are already
- * non-negative.
- */
-#define EYTZ_SPILL_KEY_FLIP		(UINT64CONST(1) << 63)
-
 struct EytzSpill
 {
 	Tuplesortstate *sort;
-	TupleTableSlot *in;			/* virtual slot for tuplesort_puttupleslot */
-	TupleTableSlot *out;		/* minimal-tuple slot for reading back */
 	uint64		n;
 };
 
@@ -198,33 +191,26 @@ EytzSpill *
 eytz_spill_begin(int work_mem)
 {
 	EytzSpill  *spill = palloc0(sizeof(EytzSpill));
-	TupleDesc	tupdesc = CreateTemplateTupleDesc(2);
-	AttrNumber	attnums[2] = {1, 2};
-	Oid			ops[2] = {Int8LessOperator, Int8LessOperator};
-	Oid			collations[2] = {InvalidOid, InvalidOid};
-	bool		nulls_first[2] = {false, false};
+	TypeCacheEntry *uuid = lookup_type_cache(UUIDOID, TYPECACHE_LT_OPR);
 
-	TupleDescInitEntry(tupdesc, 1, "key", INT8OID, -1, 0);
-	TupleDescInitEntry(tupdesc, 2, "tid", INT8OID, -1, 0);
-	spill->sort = tuplesort_begin_heap(tupdesc, 2, attnums, ops, collations,
-									   nulls_first, work_mem, NULL,
-									   TUPLESORT_NONE);
-	spill->in = MakeSingleTupleTableSlot(tupdesc, &TTSOpsVirtual);
-	spill->out = MakeSingleTupleTableSlot(tupdesc, &TTSOpsMinimalTuple);
+	spill->sort = tuplesort_begin_datum(UUIDOID, uuid->lt_opr, InvalidOid,
+										false, work_mem, NULL, TUPLESORT_NONE);
 	return spill;
 }
 
 static void
 spill_put(EytzSpill *spill, uint64 key, uint64 packed_tid)
 {
-	TupleTableSlot *slot = spill->in;
+	pg_uuid_t	pair;
+	int			i;
 
-	ExecClearTuple(slot);
-	slot->tts_values[0] = Int64GetDatum((int64) (key ^ EYTZ_SPILL_KEY_FLIP));
-	slot->tts_values[1] = Int64GetDatum((int64) packed_tid);
-	slot->tts_isnull[0] = slot->tts_isnull[1] = false;
-	ExecStoreVirtualTuple(slot);
-	tuplesort_puttupleslot(spill->sort, slot);
+	for (i = 0; i < 8; i++)
+	{
+		pair.data[i] = (unsigned char) (key >> (56 - 8 * i));
+		pair.data[8 + i] = (unsigned char) (packed_tid >> (56 - 8 * i));
+	}
+	/* tuplesort copies the datum */
+	tuplesort_putdatum(spill->sort, UUIDPGetDatum(&pair), false);
 	spill->n++;
 }
 
@@ -278,13 +264,25 @@ eytz_spill_sort(EytzSpill *spill)
 bool
 eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid)
 {
+	Datum		datum;
 	bool		isnull;
+	pg_uuid_t  *pair;
+	uint64		k = 0,
+				t = 0;
+	int			i;
 
-	if (!tuplesort_gettupleslot(spill->sort, true, false, spill->out, NULL))
+	if (!tuplesort_getdatum(spill->sort, true, &datum, &isnull, NULL))
 		return false;
-	*key = (uint64) DatumGetInt64(slot_getattr(spill->out, 1, &isnull)) ^
-		EYTZ_SPILL_KEY_FLIP;
-	*packed_tid = (uint64) DatumGetInt64(slot_getattr(spill->out, 2, &isnull));
+	pair = DatumGetUUIDP(datum);
+	for (i = 0; i < 8; i++)
+	{
+		k = (k << 8) | pair->data[i];
+		t = (t << 8) | pair->data[8 + i];
+	}
+	/* a pass-by-reference datum comes back as a copy of our own */
+	pfree(pair);
+	*key = k;
+	*packed_tid = t;
 	return true;
 }
 
@@ -292,7 +290,5 @@ void
 eytz_spill_end(EytzSpill *spill)
 {
 	tuplesort_end(spill->sort);
-	ExecDropSingleTupleTableSlot(spill->in);
-	ExecDropSingleTupleTableSlot(spill->out);
 	pfree(spill);
 }
