@@ -456,6 +456,10 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.spill = NULL;
 	bs.cxt = CurrentMemoryContext;
 	eytz_pairs_init(&bs.pairs, (Size) maintenance_work_mem * 1024);
+	/* a table known to be too big for the in-memory sort spills at once */
+	if (heap->rd_rel->reltuples > 0 &&
+		!eytz_pairs_would_fit(&bs.pairs, heap->rd_rel->reltuples))
+		bs.spill = eytz_spill_begin(maintenance_work_mem);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, EYTZ_PHASE_LOAD);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,

@@ -195,6 +195,7 @@ extern bool scalar_range(Relation index, const EytzKeyType *kt,
 /* eytzsort.c */
 extern void eytz_pairs_init(EytzPairs *pairs, Size mem_limit);
 extern bool eytz_pairs_full(const EytzPairs *pairs);
+extern bool eytz_pairs_would_fit(const EytzPairs *pairs, double ntuples);
 extern void eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid);
 extern void eytz_pairs_sort(EytzPairs *pairs);
 extern void eytz_pairs_free(EytzPairs *pairs);

@@ -56,6 +56,17 @@ eytz_pairs_full(const EytzPairs *pairs)
 		(pairs->n + 1) * EYTZ_SORT_BYTES_PER_PAIR > pairs->mem_limit;
 }
 
+/*
+ * Would ntuples pairs (an estimate, e.g. the table's reltuples) fit in the
+ * pairs' memory limit?
+ */
+bool
+eytz_pairs_would_fit(const EytzPairs *pairs, double ntuples)
+{
+	return pairs->mem_limit == 0 ||
+		ntuples * EYTZ_SORT_BYTES_PER_PAIR <= (double) pairs->mem_limit;
+}
+
 /* Append a pair; callers with a mem_limit check eytz_pairs_full() first */
 void
 eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid)
