@@ -21,6 +21,7 @@ RUNS=${3:-3}
 DIR=${BENCH_DIR:-/tmp/eytzgpu-am-bench}
 PORT=${BENCH_PORT:-55433}
 
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 stop_cluster "$DIR" 2>/dev/null || true
 rm -rf "$DIR"
 PG_OPTS="-c shared_buffers=2GB -c maintenance_work_mem=1GB -c max_wal_size=8GB -c checkpoint_timeout=1h" \
@@ -117,6 +118,8 @@ Table: $ROWS rows (k int4 uniform random over the whole int4 range, v int4); loo
 sampled from the table, joined as a nested loop with an inner index scan
 (\`$JOIN\` with hash/merge join, materialize and the eytzgpu batched join off).
 Medians of $RUNS runs; builds alternate the order of the access methods.
+Load average (1, 5, 15 min) at the start: $LOAD_START; at the end: $(cut -d' ' -f1-3 /proc/loadavg)
+(more than the CPU count means other jobs shared the machine: compare ratios, not times).
 
 | | eytzgpu | btree | eytzgpu / btree | target |
 |---|---:|---:|---:|---|
