@@ -1,23 +1,28 @@
 # Makefile for eytzgpu (PGXS).
 #
 #   make [PG_CONFIG=/path/to/pg_config] [NO_CUDA=1] [CUDA_HOME=/usr/local/cuda]
+#   make install
+#   make installcheck          pg_regress (sql/, expected/) against the server
+#                              that PGHOST/PGPORT point at
+#   make prove_installcheck    the TAP tests (t/), each on a cluster of its own
 #
 # The C sources always build.  When nvcc is found (CUDA_HOME, default
 # /usr/local/cuda) and NO_CUDA is unset, the kernels in cuda/*.cu are compiled
 # and linked in with the static CUDA runtime, so eytzgpu.so still loads on a
-# machine with no NVIDIA driver; the GPU is detected at run time.
+# machine with no NVIDIA driver; the GPU is detected at run time.  Switching
+# between the two (or changing PG_CONFIG or CUDA_HOME) rebuilds what depends
+# on it: .build-config and .build-config-cuda record the configuration.
 
 EXTENSION = eytzgpu
 EXTVERSION = 0.1.0
 MODULE_big = eytzgpu
-DATA = sql/eytzgpu--$(EXTVERSION).sql
+DATA = sql/eytzgpu--$(EXTVERSION).sql $(wildcard sql/eytzgpu--*--*.sql)
 PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"
 
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 
 REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/eytzgpu--%,$(sort $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
-TAP_TESTS = 1
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS += -Icuda -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
@@ -43,7 +48,7 @@ SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthr
 EXTRA_CLEAN += $(CUDA_OBJS)
 endif
 
-EXTRA_CLEAN += test/layout_test
+EXTRA_CLEAN += test/layout_test .build-config .build-config-cuda tmp_check
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -52,10 +57,32 @@ ifdef HAVE_CUDA
 $(shlib): $(CUDA_OBJS)
 
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
+	@echo "== nvcc: compiling $< (the CUDA kernels, for several GPU generations: a few minutes)"
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	@echo "== nvcc: $@ done"
 endif
 
 $(OBJS): $(wildcard src/*.h cuda/*.h)
+
+# Rewritten only when the configuration changes, so that make rebuilds then:
+# the C objects depend on the PostgreSQL and on whether CUDA is in, the
+# kernels on nvcc and its flags only (switching NO_CUDA back keeps them)
+BUILD_CONFIG = pg_config=$(PG_CONFIG) cuda=$(if $(HAVE_CUDA),yes,no)
+CUDA_CONFIG = $(NVCC) $(NVCCFLAGS)
+.build-config: STAMP = $(BUILD_CONFIG)
+.build-config-cuda: STAMP = $(CUDA_CONFIG)
+.build-config .build-config-cuda: FORCE
+	@echo '$(STAMP)' | cmp -s - $@ || echo '$(STAMP)' > $@
+$(OBJS) $(OBJS:.o=.bc): .build-config
+$(CUDA_OBJS): .build-config-cuda
+.PHONY: FORCE
+FORCE:
+
+# TAP tests, apart from installcheck as in PostgreSQL's own tree (they start
+# clusters of their own, so they cannot run as root)
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)
 
 # CPU check of the layout math shared with the kernels (no server needed).
 test/layout_test: test/layout_test.c cuda/eytz_layout.h
@@ -64,3 +91,8 @@ test/layout_test: test/layout_test.c cuda/eytz_layout.h
 .PHONY: layoutcheck
 layoutcheck: test/layout_test
 	./test/layout_test
+
+# README.md's SQL blocks are all in sql/readme.sql, which runs them
+.PHONY: readmecheck
+readmecheck:
+	perl scripts/readme_check.pl README.md sql/readme.sql

@@ -7,7 +7,9 @@
 # INDEX time (median) and pg_relation_size; then, with only that index
 # present, the time of L random point lookups run as a nested loop with an
 # inner index scan (hash and merge joins off, the eytzgpu batched join off),
-# median of RUNS.  Prints a Markdown report on stdout.
+# median of RUNS.  The serial builds are also timed at the default
+# maintenance_work_mem (64MB), where eytzgpu's build spills to tuplesort
+# beyond about 2 million rows.  Prints a Markdown report on stdout.
 #
 #   bash bench/am_bench.sh [ROWS] [LOOKUPS] [RUNS] > bench/am_results.md
 set -euo pipefail
@@ -19,6 +21,7 @@ RUNS=${3:-3}
 DIR=${BENCH_DIR:-/tmp/eytzgpu-am-bench}
 PORT=${BENCH_PORT:-55433}
 
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 stop_cluster "$DIR" 2>/dev/null || true
 rm -rf "$DIR"
 PG_OPTS="-c shared_buffers=2GB -c maintenance_work_mem=1GB -c max_wal_size=8GB -c checkpoint_timeout=1h" \
@@ -54,14 +57,18 @@ SQL
 
 SERIAL="SET max_parallel_maintenance_workers = 0;"
 declare -A build size
-for am in eytzgpu btree btree_par; do build[$am]=""; done
+MWM64="SET maintenance_work_mem = '64MB';"
+ams="eytzgpu btree btree_par eytzgpu_64 btree_64"
+for am in $ams; do build[$am]=""; done
 for r in $(seq 1 "$RUNS"); do
-	if [ $((r % 2)) = 1 ]; then order="eytzgpu btree btree_par"; else order="btree_par btree eytzgpu"; fi
+	if [ $((r % 2)) = 1 ]; then order="$ams"; else order=$(echo "$ams" | tr ' ' '\n' | tac | tr '\n' ' '); fi
 	for am in $order; do
 		case $am in
 			eytzgpu) stmt="CREATE INDEX bench_idx ON bench USING eytzgpu (k);"; set="$SERIAL" ;;
 			btree) stmt="CREATE INDEX bench_idx ON bench USING btree (k);"; set="$SERIAL" ;;
 			btree_par) stmt="CREATE INDEX bench_idx ON bench USING btree (k);"; set="" ;;
+			eytzgpu_64) stmt="CREATE INDEX bench_idx ON bench USING eytzgpu (k);"; set="$SERIAL $MWM64" ;;
+			btree_64) stmt="CREATE INDEX bench_idx ON bench USING btree (k);"; set="$SERIAL $MWM64" ;;
 		esac
 		t=$(timed "$set" "$stmt")
 		build[$am]+="$t"$'\n'
@@ -92,6 +99,8 @@ done
 be=$(printf '%s' "${build[eytzgpu]}" | median)
 bb=$(printf '%s' "${build[btree]}" | median)
 bp=$(printf '%s' "${build[btree_par]}" | median)
+be64=$(printf '%s' "${build[eytzgpu_64]}" | median)
+bb64=$(printf '%s' "${build[btree_64]}" | median)
 le=$(printf '%s' "${lookup[eytzgpu]}" | median)
 lb=$(printf '%s' "${lookup[btree]}" | median)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
@@ -109,12 +118,16 @@ Table: $ROWS rows (k int4 uniform random over the whole int4 range, v int4); loo
 sampled from the table, joined as a nested loop with an inner index scan
 (\`$JOIN\` with hash/merge join, materialize and the eytzgpu batched join off).
 Medians of $RUNS runs; builds alternate the order of the access methods.
+Load average (1, 5, 15 min) at the start: $LOAD_START; at the end: $(cut -d' ' -f1-3 /proc/loadavg)
+(more than the CPU count means other jobs shared the machine: compare ratios, not times).
 
 | | eytzgpu | btree | eytzgpu / btree | target |
 |---|---:|---:|---:|---|
 | index size | $(mb "${size[eytzgpu]}") MB | $(mb "${size[btree]}") MB | $(ratio "${size[eytzgpu]}" "${size[btree]}") | <= 0.55 |
 | CREATE INDEX, serial | $(ms "$be") | $(ms "$bb") | $(ratio "$be" "$bb") | <= 1.00 |
 | CREATE INDEX, btree with default parallel workers | | $(ms "$bp") | $(ratio "$be" "$bp") | (information) |
+| CREATE INDEX, serial, maintenance_work_mem 64MB (eytzgpu: tuplesort, spilled) | $(ms "$be64") | $(ms "$bb64") | $(ratio "$be64" "$bb64") | (information) |
+| eytzgpu build at 64MB / at 1GB (spilled / in memory) | $(ratio "$be64" "$be") | | | (information) |
 | $LOOKUPS point lookups (nested loop) | $(ms "$le") | $(ms "$lb") | $(ratio "$le" "$lb") | (information) |
 
 eytzgpu layout: $(q -c "CREATE INDEX bench_idx ON bench USING eytzgpu (k); SELECT layout || ' k=' || fanout || ', ' || levels || ' levels' FROM eytzgpu_info('bench_idx')")

@@ -4,6 +4,8 @@
 
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 export PATH="$PGBIN:$PATH"
+# make takes PG_CONFIG (and NO_CUDA, CUDA_HOME) from the environment too
+PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # run a command as the cluster's OS user (the server refuses to run as root)
@@ -22,7 +24,8 @@ as_pguser() {
 install_deps() {
 	local need=()
 	[ -x "$PGBIN/postgres" ] || need+=(postgresql-15)
-	[ -f /usr/include/postgresql/15/server/postgres.h ] || need+=(postgresql-server-dev-15)
+	{ [ -x "$PG_CONFIG" ] && [ -f "$("$PG_CONFIG" --includedir-server)/postgres.h" ]; } ||
+		need+=(postgresql-server-dev-15)
 	perl -MIPC::Run -e1 2>/dev/null || need+=(libipc-run-perl)
 	command -v make >/dev/null || need+=(make)
 	command -v gcc >/dev/null || need+=(gcc)
@@ -41,8 +44,22 @@ install_deps() {
 
 build_install() {
 	echo "== building eytzgpu"
-	make -C "$REPO" -s -j"$(nproc)" "$@"
-	make -C "$REPO" -s install "$@" >/dev/null
+	make -C "$REPO" -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" "$@"
+	make -C "$REPO" -s install PG_CONFIG="$PG_CONFIG" "$@" >/dev/null
+}
+
+# say whether the library was built with CUDA and whether a GPU is visible
+report_cuda() {
+	if grep -q 'cuda=no' "$REPO/.build-config" 2>/dev/null; then
+		echo "== CUDA: not built in (no nvcc at ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc, or NO_CUDA set): joins run on the CPU"
+	else
+		echo "== CUDA: built in"
+	fi
+	if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+		echo "== GPU: $(nvidia-smi -L | head -1)"
+	else
+		echo "== GPU: none found (no nvidia-smi, or it lists no device): joins run on the CPU"
+	fi
 }
 
 # start_cluster DIR PORT: initdb and start a server in DIR, listening on a

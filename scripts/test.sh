@@ -14,6 +14,8 @@ build_install "$@"
 
 echo "== layout math (CPU)"
 make -C "$REPO" -s layoutcheck "$@"
+echo "== README's SQL blocks are in sql/readme.sql"
+make -C "$REPO" -s readmecheck "$@"
 if grep -q '^cputest:' "$REPO/cuda/Makefile" 2>/dev/null; then
 	echo "== kernel CPU reference"
 	make -C "$REPO/cuda" -s cputest
@@ -34,9 +36,13 @@ cp -a "$REPO/." "$WORK/src"
 [ "$(id -u)" = 0 ] && chown -R postgres: "$WORK"
 start_cluster "$WORK/pg" 54329
 
-echo "== pg_regress and TAP tests"
+echo "== pg_regress"
 as_pguser make -C "$WORK/src" -s installcheck "$@" || {
 	[ -f "$WORK/src/regression.diffs" ] && cat "$WORK/src/regression.diffs"
+	exit 1
+}
+echo "== TAP tests"
+as_pguser make -C "$WORK/src" -s prove_installcheck "$@" || {
 	for f in "$WORK"/src/tmp_check/log/regress_log_*; do
 		[ -f "$f" ] && { echo "--- $f"; tail -50 "$f"; }
 	done

@@ -54,7 +54,7 @@ INSERT INTO er (i) VALUES (1001);
 SELECT am_error($$INSERT INTO er (i) VALUES (1001)$$);
 ALTER TABLE er DROP CONSTRAINT er_excl;
 
--- a build that needs more than maintenance_work_mem
+-- a build beyond maintenance_work_mem is no error: it spills (see am_build)
 SET maintenance_work_mem = '1MB';
 CREATE TABLE er_big AS SELECT g AS k FROM generate_series(1, 40000) g;
 SELECT am_error($$CREATE INDEX ON er_big USING eytzgpu (k)$$);

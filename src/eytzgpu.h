@@ -178,6 +178,12 @@ typedef struct EytzPairs
 	Size		mem_limit;		/* bytes, 0 for none */
 } EytzPairs;
 
+/* (key, TID) pairs sorted by tuplesort, for builds beyond maintenance_work_mem */
+typedef struct EytzSpill EytzSpill;
+
+/* Writes a layout from pairs arriving in (key, TID) order, in one pass */
+typedef struct EytzLayoutWriter EytzLayoutWriter;
+
 /* In-memory copy of an index's layout, e.g. for the batched join */
 typedef struct EytzLayoutImage
 {
@@ -270,9 +276,18 @@ extern bool scalar_range(Relation index, const EytzKeyType *kt,
 
 /* eytzsort.c */
 extern void eytz_pairs_init(EytzPairs *pairs, Size mem_limit);
+extern bool eytz_pairs_full(const EytzPairs *pairs);
+extern bool eytz_pairs_would_fit(const EytzPairs *pairs, double ntuples);
 extern void eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid);
 extern void eytz_pairs_sort(EytzPairs *pairs);
 extern void eytz_pairs_free(EytzPairs *pairs);
+extern EytzSpill *eytz_spill_begin(int work_mem);
+extern void eytz_spill_add(EytzSpill *spill, uint64 key, ItemPointer tid);
+extern void eytz_spill_take(EytzSpill *spill, EytzPairs *pairs);
+extern uint64 eytz_spill_count(const EytzSpill *spill);
+extern void eytz_spill_sort(EytzSpill *spill);
+extern bool eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid);
+extern void eytz_spill_end(EytzSpill *spill);
 
 /* eytzbuild.c */
 extern IndexBuildResult *eytz_build(Relation heap, Relation index,
@@ -282,6 +297,13 @@ extern BlockNumber eytz_write_layout(Relation index, EytzPairs *pairs,
 									 bool permuted, int key_width, int fanout,
 									 BlockNumber start, bool use_wal,
 									 EytzMetaPageData *meta);
+extern EytzLayoutWriter *eytz_layout_writer_begin(Relation index, uint64 n,
+												  int key_width, int fanout,
+												  BlockNumber start);
+extern void eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key,
+								   uint64 packed_tid);
+extern BlockNumber eytz_layout_writer_finish(EytzLayoutWriter *w, bool use_wal,
+											 EytzMetaPageData *meta);
 
 /* eytzinfo.c */
 extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);

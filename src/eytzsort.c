@@ -7,16 +7,33 @@
  * in linear time.  The sort is stable; runs of equal keys are then put in
  * TID order, so the layout depends only on the set of (key, TID) pairs, not
  * on the order the heap scan produced them in.
+ *
+ * A build whose pairs do not fit in maintenance_work_mem moves them to an
+ * EytzSpill instead: PostgreSQL's tuplesort, which sorts in bounded memory
+ * and spills runs to disk.  A pair is sorted as one 16-byte uuid datum, the
+ * key then the packed TID, both big-endian: uuid order (memcmp) is then the
+ * (key, TID) order of the radix sort, unsigned keys included, and uuid's
+ * abbreviated keys (its first 8 bytes: the key) make the comparisons cheap.
  */
 #include "postgres.h"
 
+#include "catalog/pg_type_d.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/tuplesort.h"
+#include "utils/typcache.h"
+#include "utils/uuid.h"
 
 #include "eytzgpu.h"
 
 /* bytes per pair while sorting: keys and TIDs, twice (radix ping-pong) */
 #define EYTZ_SORT_BYTES_PER_PAIR (4 * sizeof(uint64))
+
+struct EytzSpill
+{
+	Tuplesortstate *sort;
+	uint64		n;
+};
 
 void
 eytz_pairs_init(EytzPairs *pairs, Size mem_limit)
@@ -28,27 +45,41 @@ eytz_pairs_init(EytzPairs *pairs, Size mem_limit)
 	pairs->tids = palloc(sizeof(uint64) * pairs->cap);
 }
 
+/*
+ * Would one more pair take the pairs (with the radix sort's second copy) over
+ * their memory limit?
+ */
+bool
+eytz_pairs_full(const EytzPairs *pairs)
+{
+	return pairs->mem_limit > 0 &&
+		(pairs->n + 1) * EYTZ_SORT_BYTES_PER_PAIR > pairs->mem_limit;
+}
+
+/*
+ * Would ntuples pairs (an estimate, e.g. the table's reltuples) fit in the
+ * pairs' memory limit?
+ */
+bool
+eytz_pairs_would_fit(const EytzPairs *pairs, double ntuples)
+{
+	return pairs->mem_limit == 0 ||
+		ntuples * EYTZ_SORT_BYTES_PER_PAIR <= (double) pairs->mem_limit;
+}
+
+/* Append a pair; callers with a mem_limit check eytz_pairs_full() first */
 void
 eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid)
 {
+	Assert(!eytz_pairs_full(pairs));
 	if (pairs->n == pairs->cap)
 	{
 		uint64		newcap = pairs->cap * 2;
 
-		if (pairs->mem_limit > 0 &&
-			newcap * EYTZ_SORT_BYTES_PER_PAIR > pairs->mem_limit &&
-			(pairs->n + 1) * EYTZ_SORT_BYTES_PER_PAIR <= pairs->mem_limit)
-			newcap = pairs->mem_limit / EYTZ_SORT_BYTES_PER_PAIR;
-		if (pairs->mem_limit > 0 &&
-			newcap * EYTZ_SORT_BYTES_PER_PAIR > pairs->mem_limit)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("eytzgpu index build needs more than maintenance_work_mem (%zu kB) for more than " UINT64_FORMAT " entries",
-							pairs->mem_limit / 1024, pairs->n),
-					 errdetail("An eytzgpu build sorts all (key, TID) pairs in memory, %d bytes per entry, and does not spill to disk.",
-							   (int) EYTZ_SORT_BYTES_PER_PAIR),
-					 errhint("Increase maintenance_work_mem to about %zu MB.",
-							 (Size) (pairs->n * 2 * EYTZ_SORT_BYTES_PER_PAIR / (1024 * 1024) + 1))));
+		/* the last doubling stops at the limit */
+		if (pairs->mem_limit > 0)
+			newcap = Max(pairs->n + 1,
+						 Min(newcap, pairs->mem_limit / EYTZ_SORT_BYTES_PER_PAIR));
 		pairs->keys = repalloc_huge(pairs->keys, sizeof(uint64) * newcap);
 		pairs->tids = repalloc_huge(pairs->tids, sizeof(uint64) * newcap);
 		pairs->cap = newcap;
@@ -161,4 +192,114 @@ eytz_pairs_sort(EytzPairs *pairs)
 			qsort(&ts[i], j - i, sizeof(uint64), tid_cmp);
 		i = j;
 	}
+}
+
+/*
+ * Start a spilled sort of (key, TID) pairs using at most work_mem kilobytes
+ * of memory (more runs go to temporary files).
+ */
+EytzSpill *
+eytz_spill_begin(int work_mem)
+{
+	EytzSpill  *spill = palloc0(sizeof(EytzSpill));
+	TypeCacheEntry *uuid = lookup_type_cache(UUIDOID, TYPECACHE_LT_OPR);
+
+	spill->sort = tuplesort_begin_datum(UUIDOID, uuid->lt_opr, InvalidOid,
+										false, work_mem, NULL, TUPLESORT_NONE);
+	return spill;
+}
+
+static void
+spill_put(EytzSpill *spill, uint64 key, uint64 packed_tid)
+{
+	pg_uuid_t	pair;
+	int			i;
+
+	for (i = 0; i < 8; i++)
+	{
+		pair.data[i] = (unsigned char) (key >> (56 - 8 * i));
+		pair.data[8 + i] = (unsigned char) (packed_tid >> (56 - 8 * i));
+	}
+	/* tuplesort copies the datum */
+	tuplesort_putdatum(spill->sort, UUIDPGetDatum(&pair), false);
+	spill->n++;
+}
+
+void
+eytz_spill_add(EytzSpill *spill, uint64 key, ItemPointer tid)
+{
+	spill_put(spill, key, eytz_tid_pack(tid));
+}
+
+/*
+ * Move all of pairs into the spilled sort, from the end, giving their memory
+ * back as they go so the sort can take it; pairs is left empty.
+ */
+void
+eytz_spill_take(EytzSpill *spill, EytzPairs *pairs)
+{
+	uint64		step = Max(pairs->n / 8, 1024);
+
+	while (pairs->n > 0)
+	{
+		uint64		from = pairs->n > step ? pairs->n - step : 0;
+		uint64		i;
+
+		for (i = from; i < pairs->n; i++)
+			spill_put(spill, pairs->keys[i], pairs->tids[i]);
+		pairs->n = from;
+		if (from > 0)
+		{
+			pairs->keys = repalloc_huge(pairs->keys, sizeof(uint64) * from);
+			pairs->tids = repalloc_huge(pairs->tids, sizeof(uint64) * from);
+			pairs->cap = from;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	eytz_pairs_free(pairs);
+}
+
+uint64
+eytz_spill_count(const EytzSpill *spill)
+{
+	return spill->n;
+}
+
+void
+eytz_spill_sort(EytzSpill *spill)
+{
+	tuplesort_performsort(spill->sort);
+}
+
+/* The next pair in (key, TID) order; false at the end */
+bool
+eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid)
+{
+	Datum		datum;
+	bool		isnull;
+	pg_uuid_t  *pair;
+	uint64		k = 0,
+				t = 0;
+	int			i;
+
+	if (!tuplesort_getdatum(spill->sort, true, &datum, &isnull, NULL))
+		return false;
+	pair = DatumGetUUIDP(datum);
+	for (i = 0; i < 8; i++)
+	{
+		k = (k << 8) | pair->data[i];
+		t = (t << 8) | pair->data[8 + i];
+	}
+	/* a pass-by-reference datum comes back as a copy of our own */
+	pfree(pair);
+	*key = k;
+	*packed_tid = t;
+	return true;
+}
+
+void
+eytz_spill_end(EytzSpill *spill)
+{
+	tuplesort_end(spill->sort);
+	pfree(spill);
 }

@@ -1,0 +1,100 @@
+-- readme: the SQL blocks of README.md, in order and as written (make
+-- readmecheck checks that each appears here verbatim), in a database of
+-- their own since the README starts with CREATE EXTENSION.  Between them,
+-- checks of what the README says about them.  Blocks whose output depends on
+-- the machine (GPU or not, sizes, timings) run with their output discarded:
+-- they must still run without an error.
+SET client_min_messages = warning;
+\set regress_db :DBNAME
+CREATE DATABASE eytzgpu_readme;
+\c eytzgpu_readme
+SET client_min_messages = warning;
+-- does the plan of a query use the given index, or a sequential scan?
+CREATE FUNCTION plan_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	plan text := '';
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		plan := plan || line || E'\n';
+	END LOOP;
+	RETURN CASE WHEN plan ~ 'Index Scan using orders_customer' THEN 'index scan'
+				WHEN plan ~ 'Bitmap Index Scan on orders_customer' THEN 'bitmap index scan'
+				WHEN plan ~ 'EytzGPU Join' THEN 'EytzGPU Join'
+				WHEN plan ~ 'Seq Scan on orders' THEN 'seq scan'
+				ELSE plan END;
+END
+$$;
+
+CREATE EXTENSION eytzgpu;
+
+CREATE TABLE orders (id int8, customer int4, placed date);
+INSERT INTO orders
+SELECT g, 1 + (g * 7919) % 20000, date '2024-01-01' + (g % 365)
+  FROM generate_series(1, 200000) g;
+CREATE INDEX orders_customer ON orders USING eytzgpu (customer);
+ANALYZE orders;
+
+-- point, IN/ANY, range and cross-type predicates use the index
+SELECT * FROM orders WHERE customer = 42;
+SELECT * FROM orders WHERE customer = ANY ('{1,2,3}');
+SELECT * FROM orders WHERE customer BETWEEN 1000 AND 1002;
+SELECT * FROM orders WHERE customer < 3::int8;   -- int4 column, int8 constant
+
+-- "Each of these plans an Index Scan using orders_customer"
+SELECT plan_of('SELECT * FROM orders WHERE customer = 42');
+SELECT plan_of('SELECT * FROM orders WHERE customer = ANY (''{1,2,3}'')');
+SELECT plan_of('SELECT * FROM orders WHERE customer BETWEEN 1000 AND 1002');
+SELECT plan_of('SELECT * FROM orders WHERE customer < 3::int8');
+SELECT plan_of('SELECT * FROM orders WHERE customer < 5000000000::int8');
+
+\o /dev/null
+-- joins whose inner side has an eytzgpu index can run as a batched
+-- "EytzGPU Join" custom scan
+CREATE TABLE lookups (customer int4);
+INSERT INTO lookups SELECT 1 + (g * 104729) % 20000 FROM generate_series(1, 5000) g;
+ANALYZE lookups;
+SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer;
+\o
+-- the answer, and "the planner takes the custom scan" (here, without a GPU
+-- and with one alike)
+SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer;
+SELECT plan_of('SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer');
+SET eytzgpu.enable_join = off;
+SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer;
+RESET eytzgpu.enable_join;
+
+INSERT INTO orders SELECT g, g % 20000, date '2025-01-01' FROM generate_series(200001, 201000) g;
+SELECT entries, pending FROM eytzgpu_info('orders_customer');
+SELECT eytzgpu_merge('orders_customer') AS generation;
+SELECT entries, pending FROM eytzgpu_info('orders_customer');
+
+CREATE INDEX orders_placed ON orders USING eytzgpu (placed) WITH (layout = 'eks', fanout = 17);
+ALTER INDEX orders_customer SET (layout = 'eks', fanout = 5, pending_limit = 1000);
+SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- still ebs, 2
+SELECT eytzgpu_merge('orders_customer') > 0 AS merged;
+SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- eks, 5
+ALTER INDEX orders_customer RESET (layout, fanout, pending_limit);
+REINDEX INDEX orders_customer;
+
+ALTER EXTENSION eytzgpu UPDATE;
+
+\o /dev/null
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF)
+SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer;
+\o
+
+\o /dev/null
+SET eytzgpu.enable_join = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM lookups l JOIN orders o ON o.customer = l.customer;
+RESET eytzgpu.enable_join;
+\o
+
+\o /dev/null
+SELECT layout, fanout, entries, pending, pages, pg_size_pretty(bytes) AS size
+  FROM eytzgpu_info('orders_customer');
+\o
+
+\c :regress_db
+DROP DATABASE eytzgpu_readme;
