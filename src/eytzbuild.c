@@ -22,7 +22,7 @@
 #include "utils/rel.h"
 
 #include "eytzgpu.h"
-#include "eytzjoin.h"
+#include "eytzdevice.h"
 
 typedef struct EytzBuildState
 {

@@ -1,0 +1,29 @@
+/*
+ * eytzmatch.h
+ *		A match of the batched join, (heap TID, batch row), and its sort:
+ *		a leaf shared by the lookup seam (eytzlookup.c), the CPU search
+ *		(eytzimage.c) and the GPU glue (eytzdevice.c).
+ */
+#ifndef EYTZMATCH_H
+#define EYTZMATCH_H
+
+#include "postgres.h"
+
+/* One match: a packed TID (eytz_tid_pack) and the batch row that asked */
+typedef struct EytzMatch
+{
+	uint64		tid;
+	uint32		row;
+	uint32		unused;
+} EytzMatch;
+
+/*
+ * Sort m[0..n) by (tid, row) and drop repeated (tid, row) pairs; returns the
+ * new count.  tmp is scratch of n entries (the radix sort's other buffer).
+ */
+extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp);
+
+/* Sort m[0..n) by tid alone (stable radix sort; tmp as above) */
+extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
+
+#endif							/* EYTZMATCH_H */
