@@ -380,7 +380,7 @@ eytz_device_lookup_join(EytzGpuEntry *e, uint64 batch_id, const uint64 *lo,
 		}
 	}
 	*nq_done = i - first;
-	*nout = eytz_match_sort(out, n, tmp);
+	*nout = eytz_match_sort(out, n, tmp, false);
 	return true;
 }
 

@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include <sys/mman.h>
+
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/guc.h"
@@ -70,6 +72,25 @@ bool
 eytz_image_resident(Relation index, uint64 generation)
 {
 	return eytz_cache_find(&image_cache, index, generation);
+}
+
+/*
+ * A large array for an image, backed by huge pages where the kernel gives
+ * them on request: random probes into hundreds of MB otherwise miss the TLB
+ * at nearly every level.
+ */
+static void *
+alloc_image_array(MemoryContext cxt, Size size)
+{
+	char	   *p = MemoryContextAllocHuge(cxt, size);
+#ifdef MADV_HUGEPAGE
+	uintptr_t	start = TYPEALIGN(4096, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN_DOWN(4096, (uintptr_t) p + size);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+	return p;
 }
 
 /* Copy the key pages of the layout into keys; false if one is not a key page */
@@ -165,8 +186,8 @@ image_load(Relation index, const EytzMetaPageData *meta)
 	image->img.meta = *meta;
 	if (meta->nentries > 0)
 	{
-		image->img.keys = MemoryContextAllocHuge(cxt, meta->nentries * meta->key_width);
-		image->img.tids = MemoryContextAllocHuge(cxt, meta->nentries * sizeof(uint64));
+		image->img.keys = alloc_image_array(cxt, meta->nentries * meta->key_width);
+		image->img.tids = alloc_image_array(cxt, meta->nentries * sizeof(uint64));
 	}
 	ok = load_keys(index, meta, image->img.keys, strategy) &&
 		load_tids(index, meta, image->img.tids, strategy);
@@ -293,8 +314,18 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, const uint64 *qlo, \
 \
 			if (s >= end) \
 				continue; \
-			while (j < k - 1 && s + j < end && keys[s + j] < lo) \
-				j++; \
+			if (s + k - 1 <= end) \
+			{ \
+				/* a whole node: count its keys below lo, without branches */ \
+				const KT   *nk = &keys[s]; \
+				uint32		c; \
+\
+				for (c = 0; c < k - 1; c++) \
+					j += nk[c] < lo; \
+			} \
+			else \
+				while (s + j < end && keys[s + j] < lo) \
+					j++; \
 			for (pos = s + j; pos < end && keys[pos] <= hi; pos++) \
 			{ \
 				if (cnt == limit) \

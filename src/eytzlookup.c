@@ -110,8 +110,11 @@ struct EytzLookup
 	uint32		nq;
 	uint64		batch_id;		/* unique in the backend */
 	BatchPhase	phase;
+	bool		rows_in_order;	/* point queries, rows increasing: see
+								 * eytz_match_sort */
 	EytzMatch  *order;			/* queries by low key (CPU views) */
 	uint32		norder;
+	uint32		order_cap;		/* order has twice this: its sort scratch */
 	uint32		next;			/* next query: in order, or by index (GPU) */
 	uint32		pq;				/* pending phase: query */
 	uint64		ppos;			/* and its next entry, or PG_UINT64_MAX */
@@ -651,12 +654,41 @@ review_view(EytzLookup *lk)
 		pin_view(lk, want);
 }
 
+/*
+ * The queries from "from" on, sorted by low key into lk->order (CPU views:
+ * neighbouring searches share their upper path).  The buffer only grows:
+ * fresh memory for every batch costs page faults.
+ */
+static void
+sort_queries(EytzLookup *lk, uint32 from)
+{
+	uint32		n = lk->nq - from;
+	uint32		i;
+
+	if (lk->order_cap < n)
+	{
+		if (lk->order)
+			pfree(lk->order);
+		lk->order = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
+		lk->order_cap = n;
+	}
+	for (i = 0; i < n; i++)
+	{
+		lk->order[i].tid = lk->lo[from + i];
+		lk->order[i].row = from + i;
+	}
+	eytz_match_sort_keys(lk->order, n, lk->order + n);
+	lk->norder = n;
+}
+
 void
 eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 				   const uint32 *rows, uint32 nq)
 {
 	static uint64 batch_counter = 0;
 	uint32		i;
+	instr_time	t0,
+				t1;
 
 	lk->keys_seen += nq;
 	review_view(lk);
@@ -672,23 +704,17 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 	lk->phase = PHASE_LAYOUT;
 	lk->stats.batches++;
 	lk->stats.lookups += nq;
-	if (lk->order)
-		pfree(lk->order);
-	lk->order = NULL;
+	lk->rows_in_order = true;
+	for (i = 0; i < nq && lk->rows_in_order; i++)
+		lk->rows_in_order = lo[i] == hi[i] && (i == 0 || rows[i] > rows[i - 1]);
 	lk->norder = 0;
 	if (lk->kind == VIEW_GPU || nq == 0)
 		return;
-
-	/* CPU views: by low key, so neighbouring searches share their path */
-	lk->order = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * (Size) nq * 2);
-	for (i = 0; i < nq; i++)
-	{
-		lk->order[i].tid = lo[i];
-		lk->order[i].row = i;
-	}
-	eytz_match_sort_keys(lk->order, nq, lk->order + nq);
-	lk->order = repalloc_huge(lk->order, sizeof(EytzMatch) * (Size) nq);
-	lk->norder = nq;
+	INSTR_TIME_SET_CURRENT(t0);
+	sort_queries(lk, 0);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	lk->stats.search_ms += INSTR_TIME_GET_MILLISEC(t1);
 }
 
 /* The GPU failed: the rest of the scan runs on the image of the same generation */
@@ -696,7 +722,6 @@ static void
 gpu_fallback(EytzLookup *lk, const char *why)
 {
 	MemoryContext old = MemoryContextSwitchTo(lk->cxt);
-	uint32		i;
 
 	ereport(WARNING,
 			(errcode(ERRCODE_SYSTEM_ERROR),
@@ -715,14 +740,7 @@ gpu_fallback(EytzLookup *lk, const char *why)
 	lk->kind = VIEW_IMAGE;
 	lk->stats.device = "cpu";
 	/* the queries not answered yet, by low key */
-	lk->norder = lk->nq - lk->next;
-	lk->order = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * ((Size) lk->norder * 2 + 1));
-	for (i = 0; i < lk->norder; i++)
-	{
-		lk->order[i].tid = lk->lo[lk->next + i];
-		lk->order[i].row = lk->next + i;
-	}
-	eytz_match_sort_keys(lk->order, lk->norder, lk->order + lk->norder);
+	sort_queries(lk, lk->next);
 	lk->next = 0;
 	MemoryContextSwitchTo(old);
 }
@@ -883,7 +901,7 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	reader_release(&lk->keypage);
 	reader_release(&lk->tidpage);
 	INSTR_TIME_SET_CURRENT(t1);
-	n = eytz_match_sort(lk->out, n, lk->tmp);
+	n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
 	INSTR_TIME_SET_CURRENT(t2);
 	INSTR_TIME_SUBTRACT(t2, t1);
 	INSTR_TIME_SUBTRACT(t1, t0);

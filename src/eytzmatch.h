@@ -20,8 +20,11 @@ typedef struct EytzMatch
 /*
  * Sort m[0..n) by (tid, row) and drop repeated (tid, row) pairs; returns the
  * new count.  tmp is scratch of n entries (the radix sort's other buffer).
+ * rows_in_order: matches of equal tid already come in row order (a stable
+ * sort by tid then suffices).
  */
-extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp);
+extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
+							  bool rows_in_order);
 
 /* Sort m[0..n) by tid alone (stable radix sort; tmp as above) */
 extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
