@@ -126,7 +126,7 @@ SELECT join_check('SELECT o.x FROM jb_outer o WHERE EXISTS (SELECT 1 FROM jb_inn
 SELECT join_check('SELECT o.x FROM jb_outer o WHERE NOT EXISTS (SELECT 1 FROM jb_inner i WHERE i.k = o.k AND row_to_json(i)::text LIKE ''%"v":1%'')');
 
 -- LIMIT: the first batch is small, the outer side is not read to the end
-SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k LIMIT 5', true);
+SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k LIMIT 5', true, 'Device|Matches');
 SELECT count(*) FROM (SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k LIMIT 5) s;
 
 -- inside a correlated subquery: the scan is rescanned with new parameters
@@ -158,8 +158,8 @@ RESET eytzgpu.enable_join;
 
 -- counters of EXPLAIN ANALYZE (deterministic without timing)
 SET eytzgpu.batch_size = 1000;
-SELECT join_plan('SELECT count(*) FROM jb_outer o JOIN jb_inner i ON i.k = o.k', true);
-SELECT join_plan('SELECT count(*) FROM jb_outer o LEFT JOIN jb_inner i ON i.s = o.k AND i.v > 10', true);
+SELECT join_plan('SELECT count(*) FROM jb_outer o JOIN jb_inner i ON i.k = o.k', true, 'Device|Chunks|Heap Fetches|Heap Blocks');
+SELECT join_plan('SELECT count(*) FROM jb_outer o LEFT JOIN jb_inner i ON i.s = o.k AND i.v > 10', true, 'Device|Chunks|Heap Fetches|Heap Blocks');
 RESET eytzgpu.batch_size;
 
 -- pending entries, deletes and updates (HOT and not), then VACUUM and a merge

@@ -17,7 +17,8 @@
  * skip a row's further matches.
  *
  * The first batch is small and batches grow geometrically to the batch
- * size: a CustomScan never learns a LIMIT above it.  The batch arrays are
+ * size, as do the chunks to their work_mem share: a CustomScan
+ * never learns a LIMIT above it.  The batch arrays are
  * sized once per scan, for the largest batch work_mem allows.
  *
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
@@ -49,7 +50,17 @@
 /* the part of work_mem a chunk of matches takes; outer rows get the rest */
 #define EYTZ_CHUNK_SHARE 4
 #define EYTZ_MIN_CHUNK 64
+/* the scan's first chunk: small, so that a LIMIT above costs little */
+#define EYTZ_FIRST_CHUNK 1024
 #define NO_ROW PG_UINT32_MAX
+
+/* What the matches of a batch row need of it, in one place (one cache miss) */
+typedef struct BatchRow
+{
+	uint64		lo;				/* key range; lo > hi: no query */
+	uint64		hi;
+	bool		matched;
+} BatchRow;
 
 typedef enum JoinPhase
 {
@@ -106,17 +117,16 @@ typedef struct EytzJoinState
 
 	/* batch arrays, allocated once for cap rows */
 	uint32		cap;
-	uint32		chunk_cap;
+	uint32		chunk_cap;		/* the largest chunk */
+	uint32		next_chunk;		/* the next chunk: grows to chunk_cap */
 	Size		rows_mem;		/* the outer rows' share of work_mem */
 	Size		row_bytes;		/* array bytes per row */
 	Datum	   *ovalues;
 	bool	   *onulls;
-	uint64	   *rlo;			/* per row key range; rlo > rhi: no query */
-	uint64	   *rhi;
+	BatchRow   *rows;
 	uint64	   *qlo;
 	uint64	   *qhi;
 	uint32	   *qrow;
-	bool	   *matched;
 
 	/* the current batch */
 	MemoryContext batchcxt;		/* copied outer values */
@@ -276,8 +286,8 @@ eytz_join_start(EytzJoinState *st)
 	Size		mem_limit = get_hash_memory_limit();
 	Size		chunk_mem = mem_limit / EYTZ_CHUNK_SHARE;
 	int			no = Max(st->nouter, 1);
-	Size		per_row = (sizeof(Datum) + sizeof(bool)) * no +
-		4 * sizeof(uint64) + sizeof(uint32) + sizeof(bool);
+	Size		per_row = (sizeof(Datum) + sizeof(bool)) * no + sizeof(BatchRow) +
+		2 * sizeof(uint64) + sizeof(uint32);
 	MemoryContext cxt = estate->es_query_cxt;
 
 	st->timing = st->css.ss.ps.instrument && st->css.ss.ps.instrument->need_timer;
@@ -296,14 +306,13 @@ eytz_join_start(EytzJoinState *st)
 	st->chunk_cap = (uint32) Min(Max(chunk_mem / sizeof(EytzMatch), EYTZ_MIN_CHUNK),
 								 (Size) PG_INT32_MAX);
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
+	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 	st->ovalues = MemoryContextAllocHuge(cxt, sizeof(Datum) * no * st->cap);
 	st->onulls = MemoryContextAllocHuge(cxt, sizeof(bool) * no * st->cap);
-	st->rlo = MemoryContextAllocHuge(cxt, sizeof(uint64) * st->cap);
-	st->rhi = MemoryContextAllocHuge(cxt, sizeof(uint64) * st->cap);
+	st->rows = MemoryContextAllocHuge(cxt, sizeof(BatchRow) * st->cap);
 	st->qlo = MemoryContextAllocHuge(cxt, sizeof(uint64) * st->cap);
 	st->qhi = MemoryContextAllocHuge(cxt, sizeof(uint64) * st->cap);
 	st->qrow = MemoryContextAllocHuge(cxt, sizeof(uint32) * st->cap);
-	st->matched = MemoryContextAllocHuge(cxt, sizeof(bool) * st->cap);
 	st->started = true;
 }
 
@@ -378,20 +387,20 @@ fill_batch(EytzJoinState *st)
 		}
 		used += st->row_bytes;
 		econtext->ecxt_scantuple = slot;
-		if (row_range(st, econtext, &st->rlo[row], &st->rhi[row]))
+		if (row_range(st, econtext, &st->rows[row].lo, &st->rows[row].hi))
 		{
-			st->qlo[st->nq] = st->rlo[row];
-			st->qhi[st->nq] = st->rhi[row];
+			st->qlo[st->nq] = st->rows[row].lo;
+			st->qhi[st->nq] = st->rows[row].hi;
 			st->qrow[st->nq] = row;
 			st->nq++;
 		}
 		else
 		{
-			st->rlo[row] = 1;
-			st->rhi[row] = 0;
+			st->rows[row].lo = 1;
+			st->rows[row].hi = 0;
 		}
 		ResetExprContext(econtext);
-		st->matched[row] = false;
+		st->rows[row].matched = false;
 		st->nrows++;
 	}
 	/* grow geometrically up to the batch size */
@@ -428,7 +437,12 @@ resolve_block(EytzJoinState *st)
 	eytz_heap_block_begin(st->hf, blk);
 	for (i = st->pos; i < st->nchunk && eytz_tid_block(st->chunk[i].tid) == blk; i++)
 	{
-		if (st->single_match && st->matched[st->chunk[i].row])
+		uint32		row = st->chunk[i].row;
+
+		/* matches are in TID order, rows at random: fetch them early */
+		__builtin_prefetch(&st->rows[row]);
+		__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
+		if (st->single_match && st->rows[row].matched)
 			continue;
 		eytz_heap_resolve(st->hf, eytz_tid_offset(st->chunk[i].tid));
 	}
@@ -564,7 +578,8 @@ next_match(EytzJoinState *st)
 				return NULL;
 			CHECK_FOR_INTERRUPTS();
 			stage_enter(st, STAGE_LOOKUP);
-			st->nchunk = eytz_lookup_next(st->lookup, st->chunk_cap, &st->chunk);
+			st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
+			st->next_chunk = (uint32) Min((uint64) st->next_chunk * 4, (uint64) st->chunk_cap);
 			st->pos = 0;
 			st->block_end = 0;
 			if (st->nchunk == 0)
@@ -578,7 +593,7 @@ next_match(EytzJoinState *st)
 			resolve_block(st);
 		m = &st->chunk[st->pos++];
 		row = m->row;
-		if (st->single_match && st->matched[row])
+		if (st->single_match && st->rows[row].matched)
 			continue;
 		if (m->tid != st->cur_tid)
 		{
@@ -589,7 +604,7 @@ next_match(EytzJoinState *st)
 		if (!st->cur_found)
 			continue;
 		/* recheck: the heap tuple's key must be in the row's range */
-		if (st->cur_key < st->rlo[row] || st->cur_key > st->rhi[row])
+		if (st->cur_key < st->rows[row].lo || st->cur_key > st->rows[row].hi)
 			continue;
 		stage_enter(st, STAGE_QUAL);
 		store_outer(st, row);
@@ -599,7 +614,7 @@ next_match(EytzJoinState *st)
 			ResetExprContext(econtext);
 			continue;
 		}
-		st->matched[row] = true;
+		st->rows[row].matched = true;
 		if (st->jointype == JOIN_ANTI)
 			continue;
 		if (!other_quals_pass(st))
@@ -631,7 +646,7 @@ next_unmatched(EytzJoinState *st)
 	{
 		uint32		row = st->unmatched_pos++;
 
-		if (st->matched[row])
+		if (st->rows[row].matched)
 			continue;
 		store_outer(st, row);
 		if (!other_quals_pass(st))
@@ -744,6 +759,7 @@ eytz_join_rescan(CustomScanState *node)
 	st->phase = PHASE_FILL;
 	st->outer_done = false;
 	st->next_batch = Min(EYTZ_FIRST_BATCH, eytz_batch_size);
+	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 }
 
 static const char *
