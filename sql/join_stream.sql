@@ -65,10 +65,26 @@ ANALYZE js_three;
 CREATE FUNCTION js_mem() RETURNS bigint LANGUAGE sql VOLATILE
 AS 'SELECT sum(total_bytes)::bigint FROM pg_backend_memory_contexts';
 SELECT join_plan('SELECT count(*) FROM js_three o JOIN js_dup i ON i.k = o.k', true, 'Device|Chunks|Heap Fetches|Heap Blocks');
+-- (sampled under CREATE TABLE AS: the join is the top plan node, so nothing
+-- above it would free what it allocates in its caller's memory context)
 SELECT js_mem() AS mem_before \gset
-SELECT count(*) AS samples, max(m) - :mem_before < 1024 * 1024 AS bounded
-FROM (SELECT js_mem() AS m FROM js_three o JOIN js_dup i ON i.k = o.k WHERE i.v % 50000 = 0) s;
+CREATE TEMP TABLE js_samples AS
+SELECT js_mem() AS m FROM js_three o JOIN js_dup i ON i.k = o.k WHERE i.v % 50000 = 0;
+SELECT count(m) AS samples, max(m) - :mem_before < 1024 * 1024 AS bounded FROM js_samples;
+DROP TABLE js_samples;
 SELECT join_check('SELECT o.k, i.v FROM js_three o LEFT JOIN js_dup i ON i.k = o.k AND i.v % 100000 = 0');
+-- and outer values copied into a batch (text) do not pile up over batches:
+-- 20,000 outer rows of 300 bytes
+CREATE TABLE js_text AS
+SELECT g AS x, 1 + g % 999 AS k, repeat('t', 300) || g AS t FROM generate_series(1, 20000) g;
+ANALYZE js_text;
+SELECT count(*) FROM js_text o JOIN js_dup i ON i.k = o.k WHERE o.k <> 7;
+SELECT js_mem() AS mem_before \gset
+CREATE TEMP TABLE js_samples AS
+SELECT CASE WHEN o.x % 2000 = 0 THEN js_mem() END AS m, o.t
+FROM js_text o JOIN js_dup i ON i.k = o.k WHERE o.k <> 7;
+SELECT count(m) AS samples, max(m) - :mem_before < 1024 * 1024 AS bounded FROM js_samples;
+DROP TABLE js_samples;
 
-DROP TABLE js_inner, js_outer, js_dup, js_three;
+DROP TABLE js_inner, js_outer, js_dup, js_three, js_text;
 DROP FUNCTION js_mem();

@@ -380,9 +380,13 @@ fill_batch(EytzJoinState *st)
 		memcpy(nulls, slot->tts_isnull, sizeof(bool) * no);
 		for (i = 0; i < no; i++)
 		{
+			MemoryContext old;
+
 			if (nulls[i] || st->outer_byval[i])
 				continue;
+			old = MemoryContextSwitchTo(st->batchcxt);
 			vals[i] = datumCopy(vals[i], false, st->outer_len[i]);
+			MemoryContextSwitchTo(old);
 			used += MAXALIGN(datumGetSize(vals[i], false, st->outer_len[i])) + 16;
 		}
 		used += st->row_bytes;
