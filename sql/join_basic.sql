@@ -3,12 +3,6 @@
 -- contain the custom node) and off, and compares the two results as
 -- multisets.  Hash, merge and nested-loop joins are disabled so that the
 -- custom path is chosen whenever it applies; disabled plans still run.
-SET client_min_messages = warning;
-SET enable_hashjoin = off;
-SET enable_mergejoin = off;
-SET enable_nestloop = off;
-SET max_parallel_workers_per_gather = 0;
-
 \set ECHO none
 \i sql/join_harness.inc
 \set ECHO all

@@ -4,12 +4,6 @@
 -- the unmatched rows after the batch's last chunk), a LIMIT stops after the
 -- first chunk and heap block, and a backend's memory during the join stays
 -- within a bound that does not grow with the duplicates.
-SET client_min_messages = warning;
-SET enable_hashjoin = off;
-SET enable_mergejoin = off;
-SET enable_nestloop = off;
-SET max_parallel_workers_per_gather = 0;
-
 \set ECHO none
 \i sql/join_harness.inc
 \set ECHO all
