@@ -67,8 +67,8 @@ eytz_device_report_unavailable(const char *why)
 		unavailable_warned = true;
 		ereport(WARNING,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("eytzgpu.device is \"gpu\" but the GPU cannot be used: %s", why),
-				 errdetail("Index builds and joins run on the CPU."),
+				 errmsg("eytzgpu.device is \"gpu\" but no GPU can be used, index builds and joins run on the CPU"),
+				 errdetail("%s.", why),
 				 errhint("Set eytzgpu.device to \"auto\" to use the GPU only where there is one.")));
 	}
 	else
@@ -97,6 +97,13 @@ struct EytzGpuEntry
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
 static char gpu_why[256];
 static bool xact_cb_registered = false;
+
+/* The library's message without its own "eytzgpu: " (ours say it already) */
+static const char *
+library_message(const char *errbuf)
+{
+	return strncmp(errbuf, "eytzgpu: ", 9) == 0 ? errbuf + 9 : errbuf;
+}
 
 static void
 entry_free(EytzCacheEntry *ce)
@@ -131,6 +138,8 @@ eytz_device_available(char **why)
 			strlcpy(gpu_why, "no NVIDIA driver is loaded", sizeof(gpu_why));
 		else if (rc != EYTZGPU_OK && gpu_why[0] == '\0')
 			strlcpy(gpu_why, eytzgpu_strerror(rc), sizeof(gpu_why));
+		else if (rc != EYTZGPU_OK)
+			memmove(gpu_why, library_message(gpu_why), strlen(library_message(gpu_why)) + 1);
 	}
 	if (gpu_state == 0 && why)
 		*why = gpu_why;
@@ -207,7 +216,7 @@ static char *
 gpu_error(const char *what, int rc, const char *errbuf)
 {
 	return psprintf("%s failed: %s%s%s", what, eytzgpu_strerror(rc),
-					errbuf[0] ? ": " : "", errbuf);
+					errbuf[0] ? ": " : "", library_message(errbuf));
 }
 
 bool

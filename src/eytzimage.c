@@ -19,8 +19,6 @@
  */
 #include "postgres.h"
 
-#include <sys/mman.h>
-
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/guc.h"
@@ -32,8 +30,9 @@
 /*
  * Searches in flight together: enough independent misses to cover DRAM
  * latency (about 100 ns against a few ns of work per node), few enough that
- * a group's nodes stay in L1.  Measured at 20M keys (README of this file's
- * commit): 32 was faster than 16 and as fast as 64.
+ * a group's nodes stay in L1.  At 20M keys on the 2-core development VM,
+ * 16, 32 and 64 measured alike (within its noise); 32 leaves headroom for
+ * the longer memory latencies of larger machines.
  */
 #define EYTZ_GROUP 32
 /* how far ahead the TID resolution prefetches */
@@ -75,82 +74,36 @@ eytz_image_resident(Relation index, uint64 generation)
 }
 
 /*
- * A large array for an image, backed by huge pages where the kernel gives
- * them on request: random probes into hundreds of MB otherwise miss the TLB
- * at nearly every level.
+ * Copy npages pages of type "type" from start on into dst: keys as they
+ * are (width bytes each), TIDs packed; false if a page is not of that type.
  */
-static void *
-alloc_image_array(MemoryContext cxt, Size size)
-{
-	char	   *p = MemoryContextAllocHuge(cxt, size);
-#ifdef MADV_HUGEPAGE
-	uintptr_t	start = TYPEALIGN(4096, (uintptr_t) p);
-	uintptr_t	end = TYPEALIGN_DOWN(4096, (uintptr_t) p + size);
-
-	if (end > start)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-#endif
-	return p;
-}
-
-/* Copy the key pages of the layout into keys; false if one is not a key page */
 static bool
-load_keys(Relation index, const EytzMetaPageData *meta, char *keys,
-		  BufferAccessStrategy strategy)
-{
-	uint64		pos = 0;
-	uint32		p;
-	int			kw = meta->key_width;
-	bool		ok = true;
-
-	for (p = 0; p < meta->nkeypages && ok; p++)
-	{
-		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, meta->keys_start + p,
-											 RBM_NORMAL, strategy);
-		Page		page;
-		uint64		cnt = Min((uint64) meta->keys_per_page, meta->nentries - pos);
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != EYTZ_PAGE_KEYS)
-			ok = false;
-		else
-			memcpy(keys + pos * kw, PageGetContents(page), cnt * kw);
-		UnlockReleaseBuffer(buf);
-		pos += cnt;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return ok;
-}
-
-/* Copy and pack the TID pages of the layout; false if one is not a TID page */
-static bool
-load_tids(Relation index, const EytzMetaPageData *meta, uint64 *tids,
-		  BufferAccessStrategy strategy)
+load_run(Relation index, BlockNumber start, uint32 npages, uint16 type,
+		 uint64 per_page, uint64 n, int width, char *dst,
+		 BufferAccessStrategy strategy)
 {
 	uint64		pos = 0;
 	uint32		p;
 	bool		ok = true;
 
-	for (p = 0; p < meta->ntidpages && ok; p++)
+	for (p = 0; p < npages && ok; p++)
 	{
-		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, meta->tids_start + p,
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, start + p,
 											 RBM_NORMAL, strategy);
 		Page		page;
-		uint64		cnt = Min((uint64) EYTZ_TIDS_PER_PAGE, meta->nentries - pos);
+		uint64		cnt = Min(per_page, n - pos);
 		uint64		i;
 
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != EYTZ_PAGE_TIDS)
+		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != type)
 			ok = false;
+		else if (type == EYTZ_PAGE_KEYS)
+			memcpy(dst + pos * width, PageGetContents(page), cnt * width);
 		else
-		{
-			ItemPointerData *src = (ItemPointerData *) PageGetContents(page);
-
 			for (i = 0; i < cnt; i++)
-				tids[pos + i] = eytz_tid_pack(&src[i]);
-		}
+				((uint64 *) dst)[pos + i] =
+					eytz_tid_pack(&((ItemPointerData *) PageGetContents(page))[i]);
 		UnlockReleaseBuffer(buf);
 		pos += cnt;
 		CHECK_FOR_INTERRUPTS();
@@ -186,11 +139,15 @@ image_load(Relation index, const EytzMetaPageData *meta)
 	image->img.meta = *meta;
 	if (meta->nentries > 0)
 	{
-		image->img.keys = alloc_image_array(cxt, meta->nentries * meta->key_width);
-		image->img.tids = alloc_image_array(cxt, meta->nentries * sizeof(uint64));
+		image->img.keys = eytz_alloc_large(cxt, meta->nentries * meta->key_width);
+		image->img.tids = eytz_alloc_large(cxt, meta->nentries * sizeof(uint64));
 	}
-	ok = load_keys(index, meta, image->img.keys, strategy) &&
-		load_tids(index, meta, image->img.tids, strategy);
+	ok = load_run(index, meta->keys_start, meta->nkeypages, EYTZ_PAGE_KEYS,
+				  meta->keys_per_page, meta->nentries, meta->key_width,
+				  image->img.keys, strategy) &&
+		load_run(index, meta->tids_start, meta->ntidpages, EYTZ_PAGE_TIDS,
+				 EYTZ_TIDS_PER_PAGE, meta->nentries, sizeof(uint64),
+				 (char *) image->img.tids, strategy);
 	FreeAccessStrategy(strategy);
 	if (!ok)
 	{

@@ -5,16 +5,17 @@
  *		matches returned sorted by (TID, row) in chunks of bounded size.
  *
  * A view is one of
- *	- the index pages through the buffer manager (VIEW_PAGES): nothing is
+ *	- the index pages through the buffer manager (EYTZ_VIEW_PAGES): nothing is
  *	  loaded, each key costs a few buffer accesses per level, as an index
  *	  scan does: right for the few keys of a cold start;
- *	- the CPU image of the layout (VIEW_IMAGE, eytzimage.c): loaded once per
+ *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per
  *	  generation and cached per backend, searched at memory speed;
- *	- the GPU copy (VIEW_GPU, eytzdevice.c), uploaded from the image;
+ *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image;
  * plus the pending list read under the same generation.  The view is
- * chosen by cost (view_cost): a load is paid for only when the keys the
+ * chosen by cost (eytz_view_cost): a load is paid for only when the keys the
  * planner expects, or the keys seen so far, make it cheaper than searching
  * the pages; the planner asks the same question (eytz_lookup_plan_cost).
+ * The costs are in eytzlookupcost.c.
  *
  * A batch is answered in two phases, each resumable at any match so that a
  * chunk never exceeds what the caller asks for: first the layout (whole
@@ -31,11 +32,7 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
-#include "access/genam.h"
 #include "miscadmin.h"
-#include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -44,13 +41,6 @@
 #include "eytzdevice.h"
 #include "eytzimage.h"
 #include "eytzlookup.h"
-
-typedef enum ViewKind
-{
-	VIEW_PAGES,
-	VIEW_IMAGE,
-	VIEW_GPU
-} ViewKind;
 
 typedef enum BatchPhase
 {
@@ -91,7 +81,7 @@ struct EytzLookup
 	uint64		keys_seen;
 
 	/* the view */
-	ViewKind	kind;
+	EytzViewKind	kind;
 	bool		pinned;
 	EytzMetaPageData meta;
 	EytzImage  *image;
@@ -127,113 +117,6 @@ struct EytzLookup
 
 	EytzLookupStats stats;
 };
-
-/*
- * Costs of the views, in the planner's units.  A buffer access (pin, lock,
- * unlock, unpin of a shared buffer hit) takes about as long as 20 operator
- * evaluations; loading a page into the image (read, copy, unpack TIDs)
- * about 100; a GPU lookup costs next to nothing per key once resident
- * (issue 9: 15 ns per key) and about 1000 operators per batch to launch.
- */
-#define PAGE_ACCESS_OPS		20.0
-#define PAGE_LOAD_OPS		100.0
-#define GPU_KEY_OPS			0.05
-#define GPU_UPLOAD_OPS_PER_MB 400.0
-
-static double
-levels_of(const EytzMetaPageData *meta)
-{
-	return Max(meta->levels, 1);
-}
-
-/* Search cost per key on the image: a few comparisons per level */
-static Cost
-image_key_cost(const EytzMetaPageData *meta)
-{
-	return cpu_operator_cost *
-		(2.0 + (levels_of(meta) + 1) * (1.0 + log2(Max(meta->fanout, 2)) / 2.0));
-}
-
-/* The same through the buffer manager: a page access per level */
-static Cost
-pages_key_cost(const EytzMetaPageData *meta)
-{
-	return image_key_cost(meta) + cpu_operator_cost * PAGE_ACCESS_OPS * levels_of(meta);
-}
-
-static Cost
-image_load_cost(const EytzMetaPageData *meta)
-{
-	return cpu_operator_cost * PAGE_LOAD_OPS * (meta->nkeypages + meta->ntidpages);
-}
-
-static Cost
-gpu_upload_cost(const EytzMetaPageData *meta)
-{
-	return cpu_operator_cost * GPU_UPLOAD_OPS_PER_MB *
-		(double) meta->nentries * (meta->key_width + sizeof(uint64)) / (1024.0 * 1024.0);
-}
-
-/* Pending entries: a binary search per key */
-static Cost
-pending_key_cost(const EytzMetaPageData *meta)
-{
-	return meta->npending > 0 ? cpu_operator_cost * log2((double) meta->npending + 1.0) : 0;
-}
-
-/*
- * The cheapest view for nkeys keys, given what is resident: its kind, its
- * startup (load) cost and its cost per key.  The GPU is considered only
- * when gpu_ok.
- */
-static ViewKind
-view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
-		  bool gpu_resident, double nkeys, Cost *startup, Cost *per_key)
-{
-	Cost		pages_total = nkeys * pages_key_cost(meta);
-	Cost		image_start = image_resident ? 0 : image_load_cost(meta);
-	Cost		image_total = image_start + nkeys * image_key_cost(meta);
-	ViewKind	kind = VIEW_PAGES;
-
-	*startup = 0;
-	*per_key = pages_key_cost(meta);
-	if (image_total < pages_total)
-	{
-		kind = VIEW_IMAGE;
-		*startup = image_start;
-		*per_key = image_key_cost(meta);
-	}
-	if (gpu_ok)
-	{
-		Cost		gpu_start = gpu_resident ? 0 : image_start + gpu_upload_cost(meta);
-		Cost		gpu_key = GPU_KEY_OPS * cpu_operator_cost;
-
-		if (gpu_start + nkeys * gpu_key < *startup + nkeys * *per_key)
-		{
-			kind = VIEW_GPU;
-			*startup = gpu_start;
-			*per_key = gpu_key;
-		}
-	}
-	*per_key += pending_key_cost(meta);
-	return kind;
-}
-
-void
-eytz_lookup_plan_cost(Oid indexoid, double nkeys, Cost *startup_cost,
-					  Cost *per_key_cost)
-{
-	Relation	index = index_open(indexoid, AccessShareLock);
-	EytzMetaPageData meta;
-	bool		gpu_ok;
-
-	eytz_read_meta(index, &meta);
-	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL);
-	(void) view_cost(&meta, eytz_image_resident(index, meta.generation), gpu_ok,
-					 gpu_ok && eytz_device_resident(index, meta.generation),
-					 Max(nkeys, 1.0), startup_cost, per_key_cost);
-	index_close(index, AccessShareLock);
-}
 
 /* Page readers of the pages view */
 
@@ -522,7 +405,7 @@ gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, char **why)
  * the transaction and this loop, the only retry of the seam, can go.
  */
 static void
-pin_view(EytzLookup *lk, ViewKind want)
+pin_view(EytzLookup *lk, EytzViewKind want)
 {
 	MemoryContext old = MemoryContextSwitchTo(lk->cxt);
 	instr_time	t0,
@@ -539,7 +422,7 @@ pin_view(EytzLookup *lk, ViewKind want)
 
 		eytz_read_meta(lk->index, &lk->meta);
 		lk->kind = want;
-		if (want == VIEW_GPU)
+		if (want == EYTZ_VIEW_GPU)
 		{
 			char	   *why = NULL;
 
@@ -548,11 +431,11 @@ pin_view(EytzLookup *lk, ViewKind want)
 			{
 				/* no room or a failure: the CPU answers, EXPLAIN says why */
 				lk->stats.cpu_reason = pstrdup(why);
-				want = lk->kind = VIEW_IMAGE;
+				want = lk->kind = EYTZ_VIEW_IMAGE;
 			}
-			ok = lk->gpu != NULL || want == VIEW_IMAGE;
+			ok = lk->gpu != NULL || want == EYTZ_VIEW_IMAGE;
 		}
-		if (ok && want == VIEW_IMAGE)
+		if (ok && want == EYTZ_VIEW_IMAGE)
 		{
 			lk->image = eytz_image_acquire(lk->index, &lk->meta);
 			ok = lk->image != NULL;
@@ -581,8 +464,8 @@ pin_view(EytzLookup *lk, ViewKind want)
 	if (lk->npending > 0)
 		index_pending_tids(lk);
 	lk->pinned = true;
-	lk->stats.device = lk->kind == VIEW_GPU ? "gpu" :
-		lk->kind == VIEW_IMAGE ? "cpu" : "cpu (index pages)";
+	lk->stats.device = lk->kind == EYTZ_VIEW_GPU ? "gpu" :
+		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" : "cpu (index pages)";
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	lk->stats.acquire_ms += INSTR_TIME_GET_MILLISEC(t1);
@@ -590,7 +473,7 @@ pin_view(EytzLookup *lk, ViewKind want)
 }
 
 /* The view that nkeys keys call for, and whether the GPU may be one */
-static ViewKind
+static EytzViewKind
 choose_view(EytzLookup *lk, double nkeys)
 {
 	EytzMetaPageData meta;
@@ -610,7 +493,7 @@ choose_view(EytzLookup *lk, double nkeys)
 			lk->stats.cpu_reason = why;
 		}
 	}
-	return view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
+	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
 					 gpu_ok, gpu_ok && eytz_device_resident(lk->index, meta.generation),
 					 Max(nkeys, 1.0), &startup, &per_key);
 }
@@ -644,13 +527,13 @@ static void
 review_view(EytzLookup *lk)
 {
 	EytzMetaPageData now;
-	ViewKind	want;
+	EytzViewKind	want;
 
-	if (lk->kind != VIEW_PAGES)
+	if (lk->kind != EYTZ_VIEW_PAGES)
 		return;
 	want = choose_view(lk, Max(lk->expected_keys, (double) lk->keys_seen));
 	eytz_read_meta(lk->index, &now);
-	if (want != VIEW_PAGES || now.generation != lk->meta.generation)
+	if (want != EYTZ_VIEW_PAGES || now.generation != lk->meta.generation)
 		pin_view(lk, want);
 }
 
@@ -669,7 +552,7 @@ sort_queries(EytzLookup *lk, uint32 from)
 	{
 		if (lk->order)
 			pfree(lk->order);
-		lk->order = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
+		lk->order = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
 		lk->order_cap = n;
 	}
 	for (i = 0; i < n; i++)
@@ -708,7 +591,7 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 	for (i = 0; i < nq && lk->rows_in_order; i++)
 		lk->rows_in_order = lo[i] == hi[i] && (i == 0 || rows[i] > rows[i - 1]);
 	lk->norder = 0;
-	if (lk->kind == VIEW_GPU || nq == 0)
+	if (lk->kind == EYTZ_VIEW_GPU || nq == 0)
 		return;
 	INSTR_TIME_SET_CURRENT(t0);
 	sort_queries(lk, 0);
@@ -737,7 +620,7 @@ gpu_fallback(EytzLookup *lk, const char *why)
 						RelationGetRelationName(lk->index))));
 	eytz_device_release(lk->gpu);
 	lk->gpu = NULL;
-	lk->kind = VIEW_IMAGE;
+	lk->kind = EYTZ_VIEW_IMAGE;
 	lk->stats.device = "cpu";
 	/* the queries not answered yet, by low key */
 	sort_queries(lk, lk->next);
@@ -753,7 +636,7 @@ static bool
 layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 {
 	uint32		before = *n;
-	uint32		total = lk->kind == VIEW_GPU ? lk->nq : lk->norder;
+	uint32		total = lk->kind == EYTZ_VIEW_GPU ? lk->nq : lk->norder;
 
 	if (lk->walk.active)
 	{
@@ -771,7 +654,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		lk->phase = PHASE_PENDING;
 		return true;
 	}
-	if (lk->kind == VIEW_GPU)
+	if (lk->kind == EYTZ_VIEW_GPU)
 	{
 		uint32		nout = 0,
 					done = 0;
@@ -800,7 +683,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		walk_start(lk, lk->next);	/* alone more than a chunk */
 		return true;
 	}
-	if (lk->kind == VIEW_IMAGE)
+	if (lk->kind == EYTZ_VIEW_IMAGE)
 	{
 		uint32		done = eytz_image_search(&lk->image->img, lk->order, lk->next,
 											 lk->norder, lk->lo, lk->hi, lk->rows,
@@ -880,8 +763,8 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 			pfree(lk->out);
 			pfree(lk->tmp);
 		}
-		lk->out = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * (Size) max);
-		lk->tmp = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->out = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->tmp = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
 		lk->cap = max;
 	}
 	INSTR_TIME_SET_CURRENT(t0);
@@ -906,7 +789,7 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	INSTR_TIME_SUBTRACT(t2, t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	lk->stats.sort_ms += INSTR_TIME_GET_MILLISEC(t2);
-	if (lk->kind != VIEW_GPU)
+	if (lk->kind != EYTZ_VIEW_GPU)
 		lk->stats.search_ms += INSTR_TIME_GET_MILLISEC(t1);
 	lk->stats.matches += n;
 	*matches = lk->out;

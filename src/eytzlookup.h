@@ -91,6 +91,22 @@ extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys,
 								  Cost *startup_cost, Cost *per_key_cost);
 
 /*
+ * Within the seam (eytzlookupcost.c): the view that nkeys keys call for,
+ * given what is resident, with its startup (load) cost and per-key cost.
+ */
+typedef enum EytzViewKind
+{
+	EYTZ_VIEW_PAGES,			/* the index pages, through shared buffers */
+	EYTZ_VIEW_IMAGE,			/* the CPU image */
+	EYTZ_VIEW_GPU				/* the GPU copy */
+} EytzViewKind;
+
+extern EytzViewKind eytz_view_cost(const EytzMetaPageData *meta,
+								   bool image_resident, bool gpu_ok,
+								   bool gpu_resident, double nkeys,
+								   Cost *startup, Cost *per_key);
+
+/*
  * _PG_init's call: defines eytzgpu.device, eytzgpu.gpu_memory_limit and
  * eytzgpu.image_cache_limit, and drops an index's image and GPU copy on
  * its relcache invalidations.

@@ -1,8 +1,9 @@
 /*
  * eytzmatch.h
- *		A match of the batched join, (heap TID, batch row), and its sort:
- *		a leaf shared by the lookup seam (eytzlookup.c), the CPU search
- *		(eytzimage.c) and the GPU glue (eytzdevice.c).
+ *		A match of the batched join, (heap TID, batch row), its sort and the
+ *		allocation of large arrays: a leaf shared by the lookup seam
+ *		(eytzlookup.c), the CPU search (eytzimage.c) and the GPU glue
+ *		(eytzdevice.c).
  */
 #ifndef EYTZMATCH_H
 #define EYTZMATCH_H
@@ -28,5 +29,8 @@ extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
 
 /* Sort m[0..n) by tid alone (stable radix sort; tmp as above) */
 extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
+
+/* A large array in cxt, on huge pages where the kernel has them */
+extern void *eytz_alloc_large(MemoryContext cxt, Size size);
 
 #endif							/* EYTZMATCH_H */
