@@ -74,7 +74,12 @@ void
 eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk)
 {
 	hf->blk = blk;
-	hf->block_no++;
+	/* a new tag for vis[]; after a wrap-around no old entry may carry it */
+	if (++hf->block_no == 0)
+	{
+		memset(hf->vis, 0, sizeof(hf->vis));
+		hf->block_no = 1;
+	}
 	if (!hf->page_mode)
 		return;
 	/* the table may have shrunk, or grown by this transaction's inserts */

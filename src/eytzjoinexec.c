@@ -181,17 +181,24 @@ eytz_join_create_scan_state(CustomScan *cscan)
 	return (Node *) st;
 }
 
-/* Charge the time since the last switch to the current stage, enter s */
+/* Charge the time since the last switch to the current stage */
 static inline void
-stage_enter(EytzJoinState *st, JoinStage s)
+stage_charge(EytzJoinState *st)
 {
 	instr_time	now;
 
-	if (!st->timing)
-		return;
 	INSTR_TIME_SET_CURRENT(now);
 	INSTR_TIME_ACCUM_DIFF(st->stage_time[st->stage], now, st->stage_start);
 	st->stage_start = now;
+}
+
+/* Leave the current stage for stage s */
+static inline void
+stage_enter(EytzJoinState *st, JoinStage s)
+{
+	if (!st->timing || st->stage == s)
+		return;
+	stage_charge(st);
 	st->stage = s;
 }
 
@@ -718,7 +725,9 @@ eytz_join_exec(CustomScanState *node)
 				break;
 		}
 	}
-	stage_enter(st, STAGE_OWN);
+	/* the clock stops until the next call */
+	if (st->timing)
+		stage_charge(st);
 	return res;
 }
 
