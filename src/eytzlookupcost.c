@@ -18,14 +18,19 @@
 #include "eytzlookup.h"
 
 /*
- * Costs of the views, in the planner's units.  A buffer access (pin, lock,
- * unlock, unpin of a shared buffer hit) takes about as long as 20 operator
- * evaluations; loading a page into the image (read, copy, unpack TIDs)
- * about 100; a GPU lookup costs next to nothing per key once resident
- * (issue 9's target: 15 ns per key), an upload about 400 per MB.
+ * Costs of the views, in operator evaluations (cpu_operator_cost each).
+ * Measured on the 20M-key index of bench/join_bench.sh ("random", EKS k = 9,
+ * 8 levels, 24,600 pages, all in shared buffers) on the development VM: a
+ * key searched in the image takes 0.24 us, which image_key_cost's formula
+ * calls 25 operators, so one operator is about 10 ns; a key searched through
+ * the pages 6 us, 0.75 us (70 operators) more per level for the buffer
+ * access; loading the image 92 ms, 3.7 us (350 operators) per page.  So a
+ * join of fewer than about 15,000 keys reads the pages, a larger one loads.
+ * The GPU: next to nothing per key once resident (issue 9's target, 15 ns),
+ * the upload about 400 operators (4 us) per MB over PCIe.
  */
-#define PAGE_ACCESS_OPS		20.0
-#define PAGE_LOAD_OPS		100.0
+#define PAGE_ACCESS_OPS		70.0
+#define PAGE_LOAD_OPS		350.0
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
 
