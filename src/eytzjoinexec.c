@@ -100,6 +100,7 @@ typedef struct EytzJoinState
 	AttrNumber *inner_attnos;	/* > 0 column, 0 whole row, < 0 system column */
 	AttrNumber	inner_natts;	/* columns to deform */
 	ExprState **keyexprs;
+	AttrNumber *key_attnos;		/* outer column a key expression just reads, or 0 */
 	ExprState  *joinqual;
 	ExprState  *otherqual;
 	ExprState  *innerqual;
@@ -234,11 +235,17 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->strategies = palloc(sizeof(StrategyNumber) * st->nclauses);
 	st->argtypes = palloc(sizeof(Oid) * st->nclauses);
 	st->keyexprs = palloc(sizeof(ExprState *) * st->nclauses);
+	st->key_attnos = palloc0(sizeof(AttrNumber) * st->nclauses);
 	for (i = 0; i < st->nclauses; i++)
 	{
+		Expr	   *expr = list_nth(keyexprs, i);
+
 		st->strategies[i] = list_nth_int(strategies, i);
 		st->argtypes[i] = list_nth_oid(argtypes, i);
-		st->keyexprs[i] = ExecInitExpr(list_nth(keyexprs, i), ps);
+		st->keyexprs[i] = ExecInitExpr(expr, ps);
+		/* the outer columns lead the scan tuple: INDEX_VAR attno = outer attno */
+		if (IsA(expr, Var) && ((Var *) expr)->varno == INDEX_VAR)
+			st->key_attnos[i] = ((Var *) expr)->varattno;
 	}
 	st->ninner = list_length(inner_attnos);
 	st->inner_attnos = palloc(sizeof(AttrNumber) * Max(st->ninner, 1));
@@ -333,9 +340,19 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 	*hi = st->kt->dom_max;
 	for (i = 0; i < st->nclauses; i++)
 	{
+		AttrNumber	a = st->key_attnos[i];
 		bool		isnull;
-		Datum		v = ExecEvalExprSwitchContext(st->keyexprs[i], econtext, &isnull);
+		Datum		v;
 		EytzRange	r;
+
+		if (a > 0)
+		{
+			/* the outer tuple is deformed: no expression to run */
+			v = econtext->ecxt_scantuple->tts_values[a - 1];
+			isnull = econtext->ecxt_scantuple->tts_isnull[a - 1];
+		}
+		else
+			v = ExecEvalExprSwitchContext(st->keyexprs[i], econtext, &isnull);
 
 		/* btree operators are strict: NULL never matches */
 		if (isnull)
