@@ -68,7 +68,7 @@ eytz_device_report_unavailable(const char *why)
 		ereport(WARNING,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("eytzgpu.device is \"gpu\" but no GPU can be used, index builds and joins run on the CPU"),
-				 errdetail("%s.", why),
+				 errdetail("The GPU cannot be used: %s.", why),
 				 errhint("Set eytzgpu.device to \"auto\" to use the GPU only where there is one.")));
 	}
 	else

@@ -806,7 +806,17 @@ void
 eytz_lookup_end(EytzLookup *lk)
 {
 	view_unpin(lk);
-	/* the callback stays registered; it finds nothing pinned */
+	/* a scan ended and begun again per rescan must not pile these up */
+	if (lk->order)
+		pfree(lk->order);
+	if (lk->out)
+		pfree(lk->out);
+	if (lk->tmp)
+		pfree(lk->tmp);
+	lk->order = lk->out = lk->tmp = NULL;
+	lk->order_cap = lk->cap = 0;
+	lk->phase = PHASE_DONE;
+	/* lk stays: the context's reset callback still points at it (a no-op now) */
 }
 
 /* Any relcache change of an index drops its image and GPU copy */

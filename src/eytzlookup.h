@@ -18,9 +18,11 @@
  *	  image or uploading to the GPU; the planner gets the same costs from
  *	  eytz_lookup_plan_cost.  A pages view may become an image/GPU view, or
  *	  move to a newer generation, between batches (never within one).
- *	- a batch's memory is O(nq) (the query order) plus O(max) (the chunk and
- *	  its sort scratch): a query with more matches than max is walked level
- *	  by level with a cursor over several chunks.
+ *	- a batch's memory is 32 bytes per query (the query order and its sort
+ *	  scratch) plus 32 bytes per match of max (the chunk and its sort
+ *	  scratch), whatever the duplicates: a query with more matches than max
+ *	  is walked level by level with a cursor over several chunks.  A view
+ *	  holds the pending list (and pins the cached image or GPU copy).
  *	- each chunk is sorted by (tid, row) on its own; chunks of one batch are
  *	  not ordered with respect to each other.
  *	- rows[] should be distinct (one query per batch row): "each (tid, row)
@@ -80,6 +82,10 @@ extern uint32 eytz_lookup_next(EytzLookup *lk, uint32 max,
 
 extern const EytzLookupStats *eytz_lookup_stats(const EytzLookup *lk);
 
+/*
+ * Unpin the view and free the batch buffers; lk is not used afterwards.  A
+ * query that fails unpins through cxt's reset callback instead.
+ */
 extern void eytz_lookup_end(EytzLookup *lk);
 
 /*
