@@ -51,8 +51,9 @@ time_query() {
 	} | $PSQL >"$f" 2>&1
 	local times first best result plan device
 	times=$(grep -o 'Time: [0-9.]*' "$f" | awk '{print $2}' | sed -n "2,$((REPEAT + 1))p")
-	first=$(echo "$times" | head -1)
-	best=$(echo "$times" | sort -n | head -1)
+	# no head in these pipes: a writer cut off early fails them (pipefail)
+	first=$(sed -n 1p <<<"$times")
+	best=$(sort -n <<<"$times" | sed -n 1p)
 	result=$(grep -E '^ *[0-9]+ *\| *[0-9]+' "$f" | head -1 | tr -s ' ' || true)
 	plan=$(grep -oE 'Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop|Merge Join' "$f" | head -1 || true)
 	device=$(grep -oE 'Device: [a-z ()]+' "$f" | tail -1 | cut -d' ' -f2- || true)

@@ -18,8 +18,8 @@
  *
  * The first batch is small and batches grow geometrically to the batch
  * size, as do the chunks to their work_mem share: a CustomScan
- * never learns a LIMIT above it.  The batch arrays are
- * sized once per scan, for the largest batch work_mem allows.
+ * never learns a LIMIT above it.  The batch arrays grow with the batches,
+ * a few times a scan, up to the largest batch work_mem allows.
  *
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
  * that moves from stage to stage (outer scan and batch fill, lookup, heap
@@ -116,8 +116,9 @@ typedef struct EytzJoinState
 	EytzHeapFetch *hf;
 	MemoryContext innercxt;		/* whole-row values of the current inner tuple */
 
-	/* batch arrays, allocated once for cap rows */
+	/* batch arrays, for alloc_rows rows; batches have at most cap rows */
 	uint32		cap;
+	uint32		alloc_rows;
 	uint32		chunk_cap;		/* the largest chunk */
 	uint32		next_chunk;		/* the next chunk: grows to chunk_cap */
 	Size		rows_mem;		/* the outer rows' share of work_mem */
@@ -290,8 +291,9 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
- * Pin the index's view, open the heap fetch and size the batch arrays, once
- * per scan: the largest batch work_mem allows, the rest of it for a chunk.
+ * Pin the index's view, open the heap fetch and size batches and chunks,
+ * once per scan: a quarter of work_mem for a chunk of matches, the rest for
+ * the largest batch of outer rows.
  */
 static void
 eytz_join_start(EytzJoinState *st)
@@ -321,13 +323,38 @@ eytz_join_start(EytzJoinState *st)
 								 (Size) PG_INT32_MAX);
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
-	st->ovalues = MemoryContextAllocHuge(cxt, sizeof(Datum) * no * st->cap);
-	st->onulls = MemoryContextAllocHuge(cxt, sizeof(bool) * no * st->cap);
-	st->rows = MemoryContextAllocHuge(cxt, sizeof(BatchRow) * st->cap);
-	st->qlo = MemoryContextAllocHuge(cxt, sizeof(uint64) * st->cap);
-	st->qhi = MemoryContextAllocHuge(cxt, sizeof(uint64) * st->cap);
-	st->qrow = MemoryContextAllocHuge(cxt, sizeof(uint32) * st->cap);
 	st->started = true;
+}
+
+/*
+ * Batch arrays for at least n rows.  They grow with the batches (4x a time,
+ * a few times a scan), not allocated for the largest batch at once: a short
+ * scan would pay for zeroing memory it never uses.
+ */
+static void
+ensure_rows(EytzJoinState *st, uint32 n)
+{
+	MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
+	int			no = Max(st->nouter, 1);
+
+	if (n <= st->alloc_rows)
+		return;
+	if (st->alloc_rows > 0)
+	{
+		pfree(st->ovalues);
+		pfree(st->onulls);
+		pfree(st->rows);
+		pfree(st->qlo);
+		pfree(st->qhi);
+		pfree(st->qrow);
+	}
+	st->ovalues = MemoryContextAllocHuge(cxt, sizeof(Datum) * no * n);
+	st->onulls = MemoryContextAllocHuge(cxt, sizeof(bool) * no * n);
+	st->rows = MemoryContextAllocHuge(cxt, sizeof(BatchRow) * n);
+	st->qlo = MemoryContextAllocHuge(cxt, sizeof(uint64) * n);
+	st->qhi = MemoryContextAllocHuge(cxt, sizeof(uint64) * n);
+	st->qrow = MemoryContextAllocHuge(cxt, sizeof(uint32) * n);
+	st->alloc_rows = n;
 }
 
 /* Key range of one outer row from its key expressions; false: no match */
@@ -380,6 +407,7 @@ fill_batch(EytzJoinState *st)
 	uint32		want = Min(st->next_batch, st->cap);
 	Size		used = 0;
 
+	ensure_rows(st, want);
 	MemoryContextReset(st->batchcxt);
 	st->nrows = 0;
 	st->nq = 0;
