@@ -306,8 +306,8 @@ DEFINE_GROUP_SEARCH(group_search_8, uint64)
 
 uint32
 eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
-				  uint32 start, uint32 nq, const uint64 *lo, const uint64 *hi,
-				  const uint32 *rows, uint32 max, EytzMatch *out, uint32 *nout)
+				  uint32 start, uint32 nq, const uint64 *hi, uint32 max,
+				  EytzMatch *out, uint32 *nout)
 {
 	uint64		level_end[64];
 	uint32		n = *nout;
@@ -334,11 +334,11 @@ eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
 
 		for (i = 0; i < g; i++)
 		{
-			uint32		q = order[pos + i].row;
+			const EytzMatch *o = &order[pos + i];
 
-			qlo[i] = lo[q];
-			qhi[i] = hi[q];
-			qrow[i] = rows[q];
+			qlo[i] = o->tid;
+			qhi[i] = hi ? hi[o->row] : o->tid;
+			qrow[i] = o->unused;
 		}
 		if (img->meta.nentries > 0)
 			fit = img->meta.key_width == 4 ?

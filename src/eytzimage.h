@@ -41,16 +41,16 @@ extern void eytz_image_invalidate(Oid indexoid);
 extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
 
 /*
- * Batched search of the image: the queries order[start..nq) (order[i].row
- * is a query index into lo/hi/rows; order is sorted by low key) are
- * answered in that order, whole queries only, while their matches fit in
- * out[0..max): live matches (packed TID, rows[q]) are appended to out from
- * *nout on.  Returns the number of queries answered (0 when query
- * order[start] alone does not fit).  Not sorted by TID.
+ * Batched search of the image: the queries order[start..nq) are answered
+ * in that order, whole queries only, while their matches fit in
+ * out[0..max).  A query is (tid: its low key, row: its index into hi,
+ * unused: the batch row it answers); hi NULL means every query is a point.
+ * Live matches (packed TID, batch row) are appended to out from *nout on.
+ * Returns the number of queries answered (0 when query order[start] alone
+ * does not fit).  Not sorted by TID.
  */
 extern uint32 eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
-								uint32 start, uint32 nq, const uint64 *lo,
-								const uint64 *hi, const uint32 *rows,
+								uint32 start, uint32 nq, const uint64 *hi,
 								uint32 max, EytzMatch *out, uint32 *nout);
 
 #endif							/* EYTZIMAGE_H */

@@ -100,7 +100,8 @@ struct EytzLookup
 	uint32		nq;
 	uint64		batch_id;		/* unique in the backend */
 	BatchPhase	phase;
-	bool		rows_in_order;	/* point queries, rows increasing: see
+	bool		points;			/* every query is a point: lo == hi */
+	bool		rows_in_order;	/* points, rows increasing: see
 								 * eytz_match_sort */
 	EytzMatch  *order;			/* queries by low key (CPU views) */
 	uint32		norder;
@@ -287,7 +288,10 @@ index_pending_tids(EytzLookup *lk)
 		EytzMatch  *m = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * lk->npending * 2);
 
 		for (i = 0; i < lk->npending; i++)
+		{
 			m[i].tid = lk->pending_tids[i];
+			m[i].row = (uint32) i;
+		}
 		eytz_match_sort_keys(m, (uint32) lk->npending, m + lk->npending);
 		for (i = 0; i < lk->npending; i++)
 			lk->pending_tids[i] = m[i].tid;
@@ -555,10 +559,12 @@ sort_queries(EytzLookup *lk, uint32 from)
 		lk->order = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
 		lk->order_cap = n;
 	}
+	/* the row rides along: the search then reads no query array at random */
 	for (i = 0; i < n; i++)
 	{
 		lk->order[i].tid = lk->lo[from + i];
 		lk->order[i].row = from + i;
+		lk->order[i].unused = lk->rows[from + i];
 	}
 	eytz_match_sort_keys(lk->order, n, lk->order + n);
 	lk->norder = n;
@@ -587,9 +593,14 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 	lk->phase = PHASE_LAYOUT;
 	lk->stats.batches++;
 	lk->stats.lookups += nq;
+	lk->points = true;
 	lk->rows_in_order = true;
-	for (i = 0; i < nq && lk->rows_in_order; i++)
-		lk->rows_in_order = lo[i] == hi[i] && (i == 0 || rows[i] > rows[i - 1]);
+	for (i = 0; i < nq && lk->points; i++)
+	{
+		lk->points = lo[i] == hi[i];
+		lk->rows_in_order &= i == 0 || rows[i] > rows[i - 1];
+	}
+	lk->rows_in_order &= lk->points;
 	lk->norder = 0;
 	if (lk->kind == EYTZ_VIEW_GPU || nq == 0)
 		return;
@@ -686,7 +697,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 	if (lk->kind == EYTZ_VIEW_IMAGE)
 	{
 		uint32		done = eytz_image_search(&lk->image->img, lk->order, lk->next,
-											 lk->norder, lk->lo, lk->hi, lk->rows,
+											 lk->norder, lk->points ? NULL : lk->hi,
 											 max, lk->out, n);
 
 		lk->next += done;

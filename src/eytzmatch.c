@@ -48,16 +48,16 @@ cmp_tid_row(const void *x, const void *y)
 	return 0;
 }
 
-/* qsort is not stable: break ties on tid by position (kept in "unused") */
+/* qsort is not stable: ties on tid keep the callers' numbering in "row" */
 static int
-cmp_tid_pos(const void *x, const void *y)
+cmp_tid_numbered(const void *x, const void *y)
 {
 	const EytzMatch *a = x;
 	const EytzMatch *b = y;
 
 	if (a->tid != b->tid)
 		return a->tid < b->tid ? -1 : 1;
-	return a->unused < b->unused ? -1 : a->unused > b->unused;
+	return a->row < b->row ? -1 : a->row > b->row;
 }
 
 static inline uint32
@@ -159,16 +159,10 @@ eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp, bool rows_in_order)
 void
 eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp)
 {
-	uint32		i;
-
 	if (n < 2)
 		return;
 	if (n < QSORT_BELOW)
-	{
-		for (i = 0; i < n; i++)
-			m[i].unused = i;
-		qsort(m, n, sizeof(EytzMatch), cmp_tid_pos);
-	}
+		qsort(m, n, sizeof(EytzMatch), cmp_tid_numbered);
 	else
 		radix_sort(m, n, tmp, false);
 }

@@ -27,7 +27,11 @@ typedef struct EytzMatch
 extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
 							  bool rows_in_order);
 
-/* Sort m[0..n) by tid alone (stable radix sort; tmp as above) */
+/*
+ * Sort m[0..n) by tid alone (tmp as above), entries numbered 0..n-1 in
+ * "row" by the caller: ties stay in that order.  "unused" travels along
+ * (callers may carry a value in it).
+ */
 extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
 
 /* A large array in cxt, on huge pages where the kernel has them */
