@@ -78,7 +78,7 @@ SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k >= o.k
 SELECT join_check('SELECT o.x FROM jl_outer o WHERE EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
 SELECT join_check('SELECT o.x FROM jl_outer o WHERE NOT EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
 
--- chunked matches: at 64kB of work_mem a chunk holds 2048 matches, key 7
+-- chunked matches: at 64kB of work_mem a chunk holds at most 2048 matches, key 7
 -- has 30,000 in the layout and 100 pending, asked by several rows
 SET work_mem = '64kB';
 SELECT jl_device('SELECT * FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
