@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# bench/join_bench.sh: the batched eytzgpu join against PostgreSQL's own plans.
+# bench/join_bench.sh: the batched eytzgpu join against PostgreSQL's own plans,
+# on two data sets.
 #
 #   bench/join_bench.sh [INNER_ROWS [OUTER_ROWS [REPEAT]]]    (default 20000000 2000000 3)
 #
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with eytzgpu
-# installed.  Inner table inner_t(k int4 unique, v int), keys scattered over
-# int4 by a multiplicative permutation (heap order is not key order); outer
-# table outer_t(k) of OUTER_ROWS distinct keys drawn from the inner keys.
-# Query: SELECT count(*), sum(i.v) FROM outer_t o JOIN inner_t i ON i.k = o.k.
+# installed; EYTZ_GPU=1 adds the GPU rows (build and join).
+#
+# Data set "scattered": inner_t(k int4 unique, v int), keys scattered over
+# int4 by a multiplicative permutation (heap order is not key order); outer_t
+# of OUTER_ROWS distinct keys drawn from the inner keys.  A 1% range join
+# (ranges covering 1% of the inner rows) follows.
+# Data set "random": inner_r(k int4, v int), keys hashint4(1..N), random and
+# uncorrelated with heap order; outer_r of OUTER_ROWS keys drawn at random
+# with repeats, ~5% of them misses.
+# Query on each: SELECT count(*), sum(i.v) FROM outer o JOIN inner i ON i.k = o.k.
+#
 # Each plan runs REPEAT times in one backend; the table shows the best and
 # the first run (the first eytzgpu run of a backend loads the index image or
-# uploads it to the GPU).  A 1% range join (ranges covering 1% of the inner
-# rows) follows.  Also builds a btree, a CPU and (with a GPU) a GPU eytzgpu
-# index and checks that the two eytzgpu indexes' pages are byte-identical.
+# uploads it to the GPU).  For the eytzgpu plans a last EXPLAIN ANALYZE gives
+# the stage budget (budget.md): per outer row, per key looked up and per
+# match, and how much of the node's time the stages account for.  Also
+# builds a btree, a CPU and (with a GPU) a GPU eytzgpu index and checks that
+# the two eytzgpu indexes' pages are byte-identical.
 set -euo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
@@ -23,30 +33,66 @@ mkdir -p "$OUT"
 
 sql() { $PSQL -At -c "$1"; }
 
-# time_query NAME SETTINGS QUERY: runs QUERY REPEAT times in one session
+# time_query NAME SETTINGS QUERY [BUDGET]: runs QUERY REPEAT times in one
+# session; with BUDGET, then once under EXPLAIN ANALYZE for the stage budget
 time_query() {
-	local name=$1 settings=$2 query=$3
-	local f="$OUT/$name.log"
+	local name=$1 settings=$2 query=$3 budget=${4:-}
+	local f="$OUT/${name//[^A-Za-z0-9]/_}.log"
 	{
 		echo "$settings"
 		echo "\\timing on"
 		echo "EXPLAIN $query;"
 		for _ in $(seq "$REPEAT"); do echo "$query;"; done
-		echo "EXPLAIN (ANALYZE, TIMING OFF) $query;"
+		if [ -n "$budget" ]; then
+			echo "EXPLAIN (ANALYZE, COSTS OFF) $query;"
+		else
+			echo "EXPLAIN (ANALYZE, TIMING OFF) $query;"
+		fi
 	} | $PSQL >"$f" 2>&1
-	local times first best result
+	local times first best result plan device
 	times=$(grep -o 'Time: [0-9.]*' "$f" | awk '{print $2}' | sed -n "2,$((REPEAT + 1))p")
-	first=$(echo "$times" | head -1)
-	best=$(echo "$times" | sort -n | head -1)
+	# no head in these pipes: a writer cut off early fails them (pipefail)
+	first=$(sed -n 1p <<<"$times")
+	best=$(sort -n <<<"$times" | sed -n 1p)
 	result=$(grep -E '^ *[0-9]+ *\| *[0-9]+' "$f" | head -1 | tr -s ' ' || true)
 	plan=$(grep -oE 'Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop|Merge Join' "$f" | head -1 || true)
-	device=$(grep -oE 'Device: [a-z]+' "$f" | tail -1 | cut -d' ' -f2 || true)
-	printf '| %-34s | %-28s | %9.0f | %9.0f | %-22s |\n' "$name" "$plan${device:+ ($device)}" "$best" "$first" "$result" | tee -a "$OUT/table.md"
+	device=$(grep -oE 'Device: [a-z ()]+' "$f" | tail -1 | cut -d' ' -f2- || true)
+	printf '| %-38s | %-30s | %9.0f | %9.0f | %-22s |\n' "$name" "$plan${device:+ ($device)}" "$best" "$first" "$result" | tee -a "$OUT/table.md"
+	[ -n "$budget" ] && stage_budget "$name" "$f"
+	return 0
+}
+
+# stage_budget NAME LOG: the EytzGPU Join node's stages from the last EXPLAIN ANALYZE
+stage_budget() {
+	awk -v name="$1" '
+		/Custom Scan \(EytzGPU Join\)/ { match($0, /actual time=[0-9.]+\.\.[0-9.]+/);
+			split(substr($0, RSTART + 12, RLENGTH - 12), a, "\\.\\."); total = a[2] + 0 }
+		/ Lookups: / { keys = $2 } / Matches: / { matches = $2 } / Heap Fetches: / { fetches = $3 }
+		/ Outer Time: / { outer = $3 } / Lookup Time: / { lookup = $3 } / Heap Fetch Time: / { fetch = $4 }
+		/ Qual Time: / { qual = $3 } / Own Time: / { own = $3 }
+		/ Lookup Search Time: / { search = $4 } / GPU Transfer Time: / { xfer = $4 }
+		/ GPU Kernel Time: / { kern = $4 } / Match Sort Time: / { sort = $4 }
+		/Seq Scan on outer_/ { match($0, /rows=[0-9]+/); rows = substr($0, RSTART + 5, RLENGTH - 5) + 0 }
+		END {
+			if (total == 0 || keys == 0 || matches == 0 || rows == 0) exit
+			sum = outer + lookup + fetch + qual + own
+			printf "| %-38s | %8.0f | %6.0f | %6.1f (search %.1f, transfer %.1f, kernel %.1f, sort %.1f) | %6.0f | %6.0f | %6.0f | %5.1f%% |\n",
+				name, total, outer * 1e6 / rows, lookup * 1e6 / keys, search * 1e6 / keys, xfer * 1e6 / keys,
+				kern * 1e6 / keys, sort * 1e6 / keys, fetch * 1e6 / matches, qual * 1e6 / matches,
+				own * 1e6 / rows, sum * 100 / total
+		}' "$2" | tee -a "$OUT/budget.md"
+}
+
+idx_time() {
+	local name=$1 settings=$2 stmt=$3
+	local t
+	t=$({ echo "$settings"; echo "\\timing on"; echo "$stmt;"; } | $PSQL 2>&1 | grep -o 'Time: [0-9.]*' | awk '{print $2}' | tail -1)
+	printf '| %-38s | %-30s | %9.0f | %9s | %-22s |\n' "$name" "" "$t" "" "" | tee -a "$OUT/table.md"
 }
 
 echo "== data: $N inner rows, $M outer rows"
 sql "CREATE EXTENSION IF NOT EXISTS eytzgpu"
-sql "DROP TABLE IF EXISTS inner_t, outer_t, range_t"
+sql "DROP TABLE IF EXISTS inner_t, outer_t, range_t, inner_r, outer_r"
 start=$(date +%s.%N)
 sql "CREATE UNLOGGED TABLE inner_t (k int4, v int4)"
 sql "INSERT INTO inner_t SELECT ((g::int8 * 48271) % 2147483647)::int4, g FROM generate_series(1, $N) g"
@@ -56,41 +102,44 @@ sql "INSERT INTO outer_t SELECT (((((g::int8 * 7919) % $N) + 1) * 48271) % 21474
 # ranges of ~100 inner rows each, 1% of the inner rows in all
 sql "CREATE UNLOGGED TABLE range_t (lo int4, hi int4)"
 sql "INSERT INTO range_t SELECT lo, lo + (2147483647::int8 * 100 / $N)::int4 FROM (SELECT ((g::int8 * 1000003) % 2000000000)::int4 AS lo FROM generate_series(1, $N / 10000) g) s"
-sql "VACUUM ANALYZE inner_t"
-sql "VACUUM ANALYZE outer_t"
-sql "VACUUM ANALYZE range_t"
+# random keys: hashint4 of the row number; outer rows pick inner rows at
+# random (repeats), 5% pick numbers past N (misses)
+sql "CREATE UNLOGGED TABLE inner_r (k int4, v int4)"
+sql "INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g"
+sql "CREATE UNLOGGED TABLE outer_r (k int4)"
+sql "SELECT setseed(0.42); INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g"
+for t in inner_t outer_t range_t inner_r outer_r; do sql "VACUUM ANALYZE $t"; done
 echo "data loaded in $(echo "$(date +%s.%N) - $start" | bc) s"
 
 : >"$OUT/table.md"
-idx_time() {
-	local name=$1 settings=$2 stmt=$3
-	local t
-	t=$({ echo "$settings"; echo "\\timing on"; echo "$stmt;"; } | $PSQL 2>&1 | grep -o 'Time: [0-9.]*' | awk '{print $2}' | tail -1)
-	printf '| %-34s | %-28s | %9.0f | %9s | %-22s |\n' "$name" "" "$t" "" "" | tee -a "$OUT/table.md"
-}
+: >"$OUT/budget.md"
 echo "| what | plan (device) | best ms | first ms | result |" | tee -a "$OUT/table.md"
 echo "|---|---|---:|---:|---|" | tee -a "$OUT/table.md"
 idx_time "btree build" "SET maintenance_work_mem = '8GB';" "CREATE INDEX inner_bt ON inner_t (k)"
+sql "CREATE INDEX inner_r_bt ON inner_r (k)"
 sql "SELECT 'btree size ' || pg_size_pretty(pg_relation_size('inner_bt'))"
-Q="SELECT count(*), sum(i.v) FROM outer_t o JOIN inner_t i ON i.k = o.k"
 OFF="SET eytzgpu.enable_join = off; SET work_mem = '1GB';"
 SERIAL="SET max_parallel_workers_per_gather = 0;"
+BTREE_NL="$OFF $SERIAL SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_memoize = off; SET enable_bitmapscan = off;"
+Q="SELECT count(*), sum(i.v) FROM outer_t o JOIN inner_t i ON i.k = o.k"
+QR="SELECT count(*), sum(i.v) FROM outer_r o JOIN inner_r i ON i.k = o.k"
+R="SELECT count(*), sum(i.v) FROM range_t r JOIN inner_t i ON i.k BETWEEN r.lo AND r.hi"
 time_query "default plan (parallel)" "$OFF" "$Q"
 time_query "serial hash join" "$OFF $SERIAL SET enable_nestloop = off; SET enable_mergejoin = off;" "$Q"
-time_query "serial nested loop, btree" "$OFF $SERIAL SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_memoize = off; SET enable_bitmapscan = off;" "$Q"
+time_query "serial nested loop, btree" "$BTREE_NL" "$Q"
 time_query "parallel nested loop, btree" "$OFF SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_memoize = off; SET enable_bitmapscan = off;" "$Q"
-R="SELECT count(*), sum(i.v) FROM range_t r JOIN inner_t i ON i.k BETWEEN r.lo AND r.hi"
 time_query "1% range: default plan" "$OFF" "$R"
+time_query "random: default plan (parallel)" "$OFF" "$QR"
+time_query "random: serial nested loop, btree" "$BTREE_NL" "$QR"
 
 # the eytzgpu indexes come after the btree plans, which they could replace
 idx_time "eytzgpu build, CPU" "SET maintenance_work_mem = '8GB'; SET eytzgpu.device = cpu;" \
 	"CREATE INDEX inner_ez_cpu ON inner_t USING eytzgpu (k)"
+sql "SET maintenance_work_mem = '8GB'; CREATE INDEX inner_r_ez ON inner_r USING eytzgpu (k)"
 sql "SELECT 'eytzgpu size ' || pg_size_pretty(pg_relation_size('inner_ez_cpu'))"
-GPU_BUILD=0
 if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	idx_time "eytzgpu build, GPU" "SET maintenance_work_mem = '8GB'; SET eytzgpu.device = gpu;" \
 		"CREATE INDEX inner_ez_gpu ON inner_t USING eytzgpu (k)"
-	GPU_BUILD=1
 	# same pages, LSN and checksum aside (bytes 0-9 of the page header)
 	sql "CREATE EXTENSION IF NOT EXISTS pageinspect"
 	sql "CHECKPOINT"
@@ -101,17 +150,20 @@ if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	sql "DROP INDEX inner_ez_gpu"
 fi
 
+echo "| plan | node ms | outer+fill ns/row | lookup ns/key | heap fetch ns/match | qual+projection ns/match | own ns/row | stages/node |" >>"$OUT/budget.md"
+echo "|---|---:|---:|---|---:|---:|---:|---:|" >>"$OUT/budget.md"
 ON="SET eytzgpu.enable_join = on; SET work_mem = '1GB'; $SERIAL"
-time_query "planner's choice, eytzgpu on, serial" "$ON" "$Q"
 FORCE="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;"
-time_query "eytzgpu join, CPU" "$ON $FORCE SET eytzgpu.device = cpu;" "$Q"
-if [ "${EYTZ_GPU:-0}" = 1 ]; then
-	time_query "eytzgpu join, GPU" "$ON $FORCE SET eytzgpu.device = gpu;" "$Q"
-fi
-
+time_query "planner's choice, eytzgpu on, serial" "$ON" "$Q"
+time_query "eytzgpu join (device chosen)" "$ON $FORCE" "$Q" budget
+time_query "eytzgpu join, CPU" "$ON $FORCE SET eytzgpu.device = cpu;" "$Q" budget
 time_query "1% range: eytzgpu join, CPU" "$ON $FORCE SET eytzgpu.device = cpu;" "$R"
 if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	time_query "1% range: eytzgpu join, GPU" "$ON $FORCE SET eytzgpu.device = gpu;" "$R"
 fi
+time_query "random: eytzgpu join (device chosen)" "$ON $FORCE" "$QR" budget
+time_query "random: eytzgpu join, CPU" "$ON $FORCE SET eytzgpu.device = cpu;" "$QR" budget
 echo
 cat "$OUT/table.md"
+echo
+cat "$OUT/budget.md"

@@ -3,47 +3,9 @@
 -- contain the custom node) and off, and compares the two results as
 -- multisets.  Hash, merge and nested-loop joins are disabled so that the
 -- custom path is chosen whenever it applies; disabled plans still run.
-SET client_min_messages = warning;
-SET enable_hashjoin = off;
-SET enable_mergejoin = off;
-SET enable_nestloop = off;
-SET max_parallel_workers_per_gather = 0;
-
-CREATE FUNCTION join_check(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	used boolean := false;
-	r record;
-	nrows bigint;
-	ndiff bigint;
-BEGIN
-	PERFORM set_config('eytzgpu.enable_join', 'on', true);
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		IF r."QUERY PLAN" LIKE '%EytzGPU Join%' THEN
-			used := true;
-		END IF;
-	END LOOP;
-	EXECUTE 'CREATE TEMP TABLE jc_on AS ' || q;
-	PERFORM set_config('eytzgpu.enable_join', 'off', true);
-	EXECUTE 'CREATE TEMP TABLE jc_off AS ' || q;
-	PERFORM set_config('eytzgpu.enable_join', 'on', true);
-	SELECT count(*) INTO nrows FROM jc_on;
-	EXECUTE 'SELECT (SELECT count(*) FROM (TABLE jc_on EXCEPT ALL TABLE jc_off) a) +
-					(SELECT count(*) FROM (TABLE jc_off EXCEPT ALL TABLE jc_on) b)' INTO ndiff;
-	DROP TABLE jc_on;
-	DROP TABLE jc_off;
-	RETURN format('custom=%s rows=%s differences=%s', used, nrows, ndiff);
-END $$;
-
--- EXPLAIN with the device masked (it is "gpu" on a GPU machine)
-CREATE FUNCTION join_plan(q text, do_analyze boolean DEFAULT false) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF, SUMMARY OFF, TIMING OFF, ANALYZE ' || do_analyze || ') ' || q LOOP
-		RETURN NEXT regexp_replace(r."QUERY PLAN", 'Device: \w+', 'Device: (masked)');
-	END LOOP;
-END $$;
+\set ECHO none
+\i sql/join_harness.inc
+\set ECHO all
 
 -- inner: keys 0..2999 with duplicates (k = g % 3000 for 4000 rows), NULLs
 CREATE TABLE jb_inner (k int4, v int4, d date, ts timestamp, f float8, s int2);
@@ -144,8 +106,21 @@ SELECT join_check('SELECT o.x FROM jb_outer o WHERE EXISTS (SELECT 1 FROM jb_inn
 SELECT join_check('SELECT o.x FROM jb_outer o WHERE NOT EXISTS (SELECT 1 FROM jb_inner i WHERE i.k = o.k AND i.v > o.x)');
 SELECT join_check('SELECT o.x, i.v, i2.v AS v2 FROM jb_outer o JOIN jb_inner i ON i.k = o.k JOIN jb_inner i2 ON i2.k = i.v % 3000');
 
+-- inner system columns and whole-row references, in the inner table's own
+-- quals, the join quals and the target list: taken from the heap tuple
+SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k WHERE i.ctid <> ''(0,1)''');
+SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k WHERE i.ctid <> ''(0,1)''');
+SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k WHERE i.xmin::text <> ''0''');
+SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k WHERE i.tableoid <> 0');
+SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k WHERE i IS NOT NULL');
+SELECT join_check('SELECT o.x, i.ctid AS c, i.tableoid::regclass::text AS t, i.xmin::text AS xn, i.xmax::text AS xx, i FROM jb_outer o JOIN jb_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i::text AS r FROM jb_outer o LEFT JOIN jb_inner i ON i.k = o.k AND (i).v % 2 = 0 AND i.ctid > ''(3,0)''');
+SELECT join_check('SELECT o.x, i.v FROM jb_outer o LEFT JOIN jb_inner i ON i.k = o.k WHERE i IS NULL OR i.ctid < ''(5,0)''');
+SELECT join_check('SELECT o.x FROM jb_outer o WHERE EXISTS (SELECT 1 FROM jb_inner i WHERE i.k = o.k AND i.ctid > ''(2,0)'')');
+SELECT join_check('SELECT o.x FROM jb_outer o WHERE NOT EXISTS (SELECT 1 FROM jb_inner i WHERE i.k = o.k AND row_to_json(i)::text LIKE ''%"v":1%'')');
+
 -- LIMIT: the first batch is small, the outer side is not read to the end
-SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k LIMIT 5', true);
+SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k LIMIT 5', true, 'Device|Matches');
 SELECT count(*) FROM (SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k LIMIT 5) s;
 
 -- inside a correlated subquery: the scan is rescanned with new parameters
@@ -177,8 +152,8 @@ RESET eytzgpu.enable_join;
 
 -- counters of EXPLAIN ANALYZE (deterministic without timing)
 SET eytzgpu.batch_size = 1000;
-SELECT join_plan('SELECT count(*) FROM jb_outer o JOIN jb_inner i ON i.k = o.k', true);
-SELECT join_plan('SELECT count(*) FROM jb_outer o LEFT JOIN jb_inner i ON i.s = o.k AND i.v > 10', true);
+SELECT join_plan('SELECT count(*) FROM jb_outer o JOIN jb_inner i ON i.k = o.k', true, 'Device|Chunks|Heap Fetches|Heap Blocks');
+SELECT join_plan('SELECT count(*) FROM jb_outer o LEFT JOIN jb_inner i ON i.s = o.k AND i.v > 10', true, 'Device|Chunks|Heap Fetches|Heap Blocks');
 RESET eytzgpu.batch_size;
 
 -- pending entries, deletes and updates (HOT and not), then VACUUM and a merge
@@ -192,6 +167,7 @@ SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k'
 SELECT join_check('SELECT o.x, i.v FROM jb_outer o LEFT JOIN jb_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x FROM jb_outer o WHERE NOT EXISTS (SELECT 1 FROM jb_inner i WHERE i.k = o.k)');
 SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k BETWEEN o.lo AND o.hi');
+SELECT join_check('SELECT o.x, i.ctid AS c, i FROM jb_outer o JOIN jb_inner i ON i.k = o.k');
 VACUUM jb_inner;
 INSERT INTO jb_inner SELECT g % 3300, g + 200000 FROM generate_series(1, 300) g;
 SELECT join_check('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.k = o.k');
@@ -223,5 +199,3 @@ SELECT join_plan('SELECT o.x, i.v FROM jb_outer o JOIN jb_inner i ON i.s = o.k')
 RESET eytzgpu.enable_join;
 
 DROP TABLE jb_inner, jb_outer;
-DROP FUNCTION join_check(text);
-DROP FUNCTION join_plan(text, boolean);

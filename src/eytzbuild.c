@@ -30,7 +30,7 @@
 #include "utils/rel.h"
 
 #include "eytzgpu.h"
-#include "eytzjoin.h"
+#include "eytzdevice.h"
 
 typedef struct EytzBuildState
 {

@@ -1,7 +1,7 @@
 /*
  * eytzcache.c
  *		The per-backend caches of index copies that batched joins pin: the CPU
- *		layout images (eytzbatch.c) and the GPU copies (eytzdevice.c).
+ *		layout images (eytzimage.c) and the GPU copies (eytzdevice.c).
  *
  * An entry is one generation of one index (index, relfilenode, generation:
  * a merge bumps the generation, REINDEX/TRUNCATE change the relfilenode, so
@@ -14,7 +14,7 @@
 
 #include "utils/rel.h"
 
-#include "eytzjoin.h"
+#include "eytzcache.h"
 
 /* Take an entry out of the cache; free it now unless a scan still pins it */
 void
@@ -72,6 +72,26 @@ eytz_cache_make_room(EytzCache *cache, Size need, Size limit)
 	return true;
 }
 
+static EytzCacheEntry *
+cache_lookup(EytzCache *cache, Relation index, uint64 generation)
+{
+	EytzCacheEntry *entry;
+
+	for (entry = cache->head; entry; entry = entry->next)
+		if (entry->indexoid == RelationGetRelid(index) &&
+			entry->relfilenode == index->rd_node.relNode &&
+			entry->generation == generation)
+			return entry;
+	return NULL;
+}
+
+/* Is this generation of index cached?  (the planner's question: no pin) */
+bool
+eytz_cache_find(EytzCache *cache, Relation index, uint64 generation)
+{
+	return cache_lookup(cache, index, generation) != NULL;
+}
+
 /*
  * The cached entry of this generation of index, pinned; NULL if there is
  * none, after unlinking the index's other generations (of no further use).
@@ -79,18 +99,13 @@ eytz_cache_make_room(EytzCache *cache, Size need, Size limit)
 EytzCacheEntry *
 eytz_cache_pin(EytzCache *cache, Relation index, uint64 generation)
 {
-	EytzCacheEntry *entry;
+	EytzCacheEntry *entry = cache_lookup(cache, index, generation);
 
-	for (entry = cache->head; entry; entry = entry->next)
+	if (entry)
 	{
-		if (entry->indexoid == RelationGetRelid(index) &&
-			entry->relfilenode == index->rd_node.relNode &&
-			entry->generation == generation)
-		{
-			entry->refcount++;
-			entry->last_used = ++cache->clock;
-			return entry;
-		}
+		entry->refcount++;
+		entry->last_used = ++cache->clock;
+		return entry;
 	}
 	eytz_cache_drop(cache, RelationGetRelid(index), NULL);
 	return NULL;

@@ -1,7 +1,7 @@
 /*
  * eytzdevice.c
- *		GPU residency of eytzgpu indexes: the only C file that calls the GPU
- *		API of cuda/eytzgpu_cuda.h.
+ *		GPU residency of eytzgpu indexes and GPU lookups: the only C file that
+ *		calls the GPU API of cuda/eytzgpu_cuda.h (interface: eytzdevice.h).
  *
  * A backend keeps at most eytzgpu.gpu_memory_limit of index copies on the
  * GPU, keyed by (index, relfilenode, generation): a merge bumps the
@@ -12,18 +12,69 @@
  * uses them.  The GPU is probed lazily in a backend, never in the
  * postmaster (CUDA state does not survive fork()).
  *
- * The interface is two calls, "make generation G resident" and "look up this
- * batch", so it can later move into a background worker serving all
+ * The interface is "make generation G resident from these arrays" and "look
+ * up this batch", so it can later move into a background worker serving all
  * backends.  Without CUDA at build time every call reports "no GPU".
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "eytzjoin.h"
+#include "eytzcache.h"
+#include "eytzdevice.h"
+
+int			eytz_device_mode = EYTZ_DEVICE_AUTO;
+int			eytz_gpu_memory_limit_mb = 4096;
+
+static bool unavailable_warned = false;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", EYTZ_DEVICE_AUTO, false},
+	{"gpu", EYTZ_DEVICE_GPU, false},
+	{"cpu", EYTZ_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+void
+eytz_device_init(void)
+{
+	DefineCustomEnumVariable("eytzgpu.device",
+							 "Where eytzgpu looks up join batches and builds indexes: auto, gpu or cpu.",
+							 "auto uses the GPU where there is one; gpu also falls back to the CPU, with a WARNING once per session.",
+							 &eytz_device_mode, EYTZ_DEVICE_AUTO, device_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.gpu_memory_limit",
+							"GPU memory a backend may use for resident eytzgpu indexes.",
+							NULL, &eytz_gpu_memory_limit_mb, 4096, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+}
+
+/*
+ * Said once per backend: a WARNING when eytzgpu.device = 'gpu' asked for
+ * the GPU, DEBUG1 at 'auto' (a machine without a GPU is a normal one).
+ */
+void
+eytz_device_report_unavailable(const char *why)
+{
+	if (eytz_device_mode == EYTZ_DEVICE_GPU && !unavailable_warned)
+	{
+		unavailable_warned = true;
+		ereport(WARNING,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("eytzgpu.device is \"gpu\" but no GPU can be used, index builds and joins run on the CPU"),
+				 errdetail("The GPU cannot be used: %s.", why),
+				 errhint("Set eytzgpu.device to \"auto\" to use the GPU only where there is one.")));
+	}
+	else
+		ereport(DEBUG1,
+				(errmsg_internal("eytzgpu runs on the CPU: %s", why)));
+}
 
 #ifdef EYTZ_HAVE_CUDA
 
@@ -35,12 +86,24 @@ struct EytzGpuEntry
 	int			key_width;
 	EytzGpuIndex *handle;
 	bool		own_xact;		/* built by the current transaction */
+	/* the batch whose result the handle holds (see eytz_device_lookup) */
+	uint64		res_batch;		/* 0: none */
+	const uint64 *res_lo;
+	uint32		res_nq;
+	uint32		res_first;
+	EytzGpuResult res;
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
 static char gpu_why[256];
-static char gpu_name[256];
 static bool xact_cb_registered = false;
+
+/* The library's message without its own "eytzgpu: " (ours say it already) */
+static const char *
+library_message(const char *errbuf)
+{
+	return strncmp(errbuf, "eytzgpu: ", 9) == 0 ? errbuf + 9 : errbuf;
+}
 
 static void
 entry_free(EytzCacheEntry *ce)
@@ -53,29 +116,34 @@ entry_free(EytzCacheEntry *ce)
 
 static EytzCache gpu_cache = {NULL, 0, 0, entry_free};
 
+/* The driver's absence said plainly (the runtime calls it an old driver) */
+static bool
+driver_loaded(void)
+{
+	return access("/proc/driver/nvidia/version", F_OK) == 0;
+}
+
 bool
 eytz_device_available(char **why)
 {
 	if (gpu_state < 0)
 	{
 		EytzGpuInfo info;
-		int			rc = eytzgpu_probe(-1, &info, gpu_why, sizeof(gpu_why));
+		int			rc;
 
+		gpu_why[0] = '\0';
+		rc = eytzgpu_probe(-1, &info, gpu_why, sizeof(gpu_why));
 		gpu_state = rc == EYTZGPU_OK ? 1 : 0;
-		if (rc == EYTZGPU_OK)
-			strlcpy(gpu_name, info.name, sizeof(gpu_name));
-		else if (gpu_why[0] == '\0')
+		if (rc != EYTZGPU_OK && rc == EYTZGPU_ENODEV && !driver_loaded())
+			strlcpy(gpu_why, "no NVIDIA driver is loaded", sizeof(gpu_why));
+		else if (rc != EYTZGPU_OK && gpu_why[0] == '\0')
 			strlcpy(gpu_why, eytzgpu_strerror(rc), sizeof(gpu_why));
+		else if (rc != EYTZGPU_OK)
+			memmove(gpu_why, library_message(gpu_why), strlen(library_message(gpu_why)) + 1);
 	}
 	if (gpu_state == 0 && why)
 		*why = gpu_why;
 	return gpu_state == 1;
-}
-
-const char *
-eytz_device_name(void)
-{
-	return gpu_state == 1 ? gpu_name : "none";
 }
 
 static uint64
@@ -148,49 +216,57 @@ static char *
 gpu_error(const char *what, int rc, const char *errbuf)
 {
 	return psprintf("%s failed: %s%s%s", what, eytzgpu_strerror(rc),
-					errbuf[0] ? ": " : "", errbuf);
+					errbuf[0] ? ": " : "", library_message(errbuf));
 }
 
-/*
- * A pinned GPU copy of the layout generation meta describes.  NULL with
- * *why set: no GPU, no room or a GPU failure (the caller uses the CPU);
- * NULL with *why NULL: the index changed under the upload (retry).
- */
-EytzGpuEntry *
-eytz_device_acquire(Relation index, const EytzMetaPageData *meta, char **why)
+bool
+eytz_device_resident(Relation index, uint64 generation)
 {
-	EytzGpuEntry *e;
-	EytzImage  *image;
-	EytzGpuIndex *h = NULL;
-	uint64		bytes = 0;
-	uint64		estimate;
-	char		errbuf[256];
-	int			rc;
+	return eytz_cache_find(&gpu_cache, index, generation);
+}
 
-	*why = NULL;
-	if (!eytz_device_available(why))
-		return NULL;
-	e = (EytzGpuEntry *) eytz_cache_pin(&gpu_cache, index, meta->generation);
-	if (e)
-		return e;
+EytzGpuEntry *
+eytz_device_pin(Relation index, uint64 generation)
+{
+	return (EytzGpuEntry *) eytz_cache_pin(&gpu_cache, index, generation);
+}
 
-	/* keys, payloads and the library's extra copies: about twice the data */
-	estimate = meta->nentries * (meta->key_width + sizeof(uint64)) * 2;
+/* keys, payloads and the library's extra copies: about twice the data */
+static uint64
+upload_estimate(uint64 n, int key_width)
+{
+	return n * (key_width + sizeof(uint64)) * 2;
+}
+
+bool
+eytz_device_room(Relation index, const EytzMetaPageData *meta, char **why)
+{
+	uint64		estimate = upload_estimate(meta->nentries, meta->key_width);
+
 	if (estimate > gpu_limit() || !eytz_cache_make_room(&gpu_cache, estimate, gpu_limit()))
 	{
 		*why = psprintf("index \"%s\" needs about " UINT64_FORMAT " MB of GPU memory, more than eytzgpu.gpu_memory_limit leaves",
 						RelationGetRelationName(index), estimate / (1024 * 1024) + 1);
-		return NULL;
+		return false;
 	}
+	return true;
+}
 
-	image = eytz_image_acquire(index, meta);
-	if (image == NULL)
+EytzGpuEntry *
+eytz_device_upload(Relation index, const EytzMetaPageData *meta,
+				   const void *keys, const uint64 *tids, char **why)
+{
+	EytzGpuEntry *e;
+	EytzGpuIndex *h = NULL;
+	uint64		bytes = 0;
+	char		errbuf[256];
+	int			rc;
+
+	if (!eytz_device_room(index, meta, why))
 		return NULL;
 	errbuf[0] = '\0';
-	rc = eytzgpu_upload(-1, image->img.keys, image->img.tids, meta->nentries,
-						meta->key_width, meta->fanout, 0, &h, &bytes,
-						errbuf, sizeof(errbuf));
-	eytz_image_release(image);
+	rc = eytzgpu_upload(-1, keys, tids, meta->nentries, meta->key_width,
+						meta->fanout, 0, &h, &bytes, errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
 		*why = gpu_error("GPU upload", rc, errbuf);
@@ -209,46 +285,42 @@ eytz_device_release(EytzGpuEntry *e)
 	eytz_cache_release(&gpu_cache, &e->ce);
 }
 
-/*
- * Look up a batch on the GPU and append (TID, rows[i]) for every live match
- * of query i.  false with *why on failure (nothing appended).
- */
-bool
-eytz_device_lookup(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
-				   const uint32 *rows, uint32 nq, EytzMatchBuf *out,
-				   double *kernel_ms, char **why)
+/* Send queries first..nq-1 to the GPU; the result stays in e->res */
+static bool
+gpu_run(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi, uint32 nq,
+		uint32 first, char **why)
 {
-	EytzGpuResult res;
 	char		errbuf[256];
-	const void *klo = lo;
-	const void *khi = hi;
+	const void *klo = lo + first;
+	const void *khi = hi + first;
 	uint32	   *lo4 = NULL,
 			   *hi4 = NULL;
+	uint32		cnt = nq - first;
 	bool		point = true;
 	uint32		i;
 	int			rc;
 
-	for (i = 0; i < nq && point; i++)
+	for (i = first; i < nq && point; i++)
 		point = lo[i] == hi[i];
 	if (e->key_width == 4)
 	{
-		lo4 = palloc(sizeof(uint32) * Max(nq, 1));
-		for (i = 0; i < nq; i++)
-			lo4[i] = (uint32) lo[i];
+		lo4 = palloc(sizeof(uint32) * Max(cnt, 1));
+		for (i = 0; i < cnt; i++)
+			lo4[i] = (uint32) lo[first + i];
 		klo = lo4;
 		if (!point)
 		{
-			hi4 = palloc(sizeof(uint32) * Max(nq, 1));
-			for (i = 0; i < nq; i++)
-				hi4[i] = (uint32) hi[i];
+			hi4 = palloc(sizeof(uint32) * Max(cnt, 1));
+			for (i = 0; i < cnt; i++)
+				hi4[i] = (uint32) hi[first + i];
 			khi = hi4;
 		}
 	}
 	if (point)
 		khi = NULL;
-
 	errbuf[0] = '\0';
-	rc = eytzgpu_lookup(e->handle, klo, khi, nq, 0, &res, errbuf, sizeof(errbuf));
+	e->res_batch = 0;
+	rc = eytzgpu_lookup(e->handle, klo, khi, cnt, 0, &e->res, errbuf, sizeof(errbuf));
 	if (lo4)
 		pfree(lo4);
 	if (hi4)
@@ -258,20 +330,66 @@ eytz_device_lookup(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 		*why = gpu_error("GPU lookup", rc, errbuf);
 		return false;
 	}
-	*kernel_ms = res.kernel_ms;
-	for (i = 0; i < nq; i++)
-	{
-		uint64		j;
+	return true;
+}
 
-		for (j = res.offsets[i]; j < res.offsets[i + 1]; j++)
+/*
+ * The conversion of the library's CSR result (payloads per query, in query
+ * order) into join-shaped matches: a prefix of the queries that fits in max,
+ * tombstones dropped, sorted by (tid, row).  It is what
+ * eytzgpu_lookup_join() will do on the GPU; this is the one place to switch.
+ */
+bool
+eytz_device_lookup_join(EytzGpuEntry *e, uint64 batch_id, const uint64 *lo,
+				   const uint64 *hi, const uint32 *rows, uint32 nq,
+				   uint32 first, uint32 max, EytzMatch *out, EytzMatch *tmp,
+				   uint32 *nout, uint32 *nq_done, double *kernel_ms,
+				   double *transfer_ms, char **why)
+{
+	uint32		n = 0;
+	uint32		i;
+
+	*nout = 0;
+	*nq_done = 0;
+	*kernel_ms = 0;
+	*transfer_ms = 0;
+	if (first >= nq)
+		return true;
+	if (e->res_batch != batch_id || e->res_lo != lo || e->res_nq != nq ||
+		first < e->res_first)
+	{
+		if (!gpu_run(e, lo, hi, nq, first, why))
+			return false;
+		e->res_batch = batch_id;
+		e->res_lo = lo;
+		e->res_nq = nq;
+		e->res_first = first;
+		*kernel_ms = e->res.kernel_ms;
+		*transfer_ms = Max(0.0, (double) e->res.total_ms - e->res.kernel_ms);
+	}
+	for (i = first; i < nq; i++)
+	{
+		uint64		a = e->res.offsets[i - e->res_first];
+		uint64		b = e->res.offsets[i - e->res_first + 1];
+
+		/* tombstones count here: a bound, not the exact number */
+		if (b - a > max - n)
+			break;
+		for (; a < b; a++)
 		{
-			uint64		t = res.payloads[j];
+			uint64		t = e->res.payloads[a];
 
 			/* tombstones keep their key and carry an invalid TID */
 			if (eytz_tid_block(t) != InvalidBlockNumber)
-				eytz_match_add(out, t, rows[i]);
+			{
+				out[n].tid = t;
+				out[n].row = rows[i];
+				n++;
+			}
 		}
 	}
+	*nq_done = i - first;
+	*nout = eytz_match_sort(out, n, tmp, false);
 	return true;
 }
 
@@ -303,10 +421,7 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 		return false;
 	if (!eytz_device_available(&why))
 	{
-		if (eytz_device_mode == EYTZ_DEVICE_GPU)
-			ereport(NOTICE,
-					(errmsg("eytzgpu: building index \"%s\" on the CPU: %s",
-							RelationGetRelationName(index), why)));
+		eytz_device_report_unavailable(why);
 		return false;
 	}
 	/* the GPU's stable sort keeps equal keys in input order: must be TID order */
@@ -328,8 +443,8 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 	otids = MemoryContextAllocHuge(CurrentMemoryContext, n * sizeof(uint64));
 
 	/* stay resident only if it fits the limit */
-	hp = (n * (key_width + sizeof(uint64)) * 2 <= gpu_limit() &&
-		  eytz_cache_make_room(&gpu_cache, n * (key_width + sizeof(uint64)) * 2, gpu_limit())) ? &h : NULL;
+	hp = (upload_estimate(n, key_width) <= gpu_limit() &&
+		  eytz_cache_make_room(&gpu_cache, upload_estimate(n, key_width), gpu_limit())) ? &h : NULL;
 	errbuf[0] = '\0';
 	rc = eytzgpu_build(-1, keys, pairs->tids, n, key_width, fanout, 0,
 					   okeys, otids, hp, &bytes, errbuf, sizeof(errbuf));
@@ -338,7 +453,7 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 	if (rc != EYTZGPU_OK)
 	{
 		ereport(NOTICE,
-				(errmsg("eytzgpu: building index \"%s\" on the CPU: %s",
+				(errmsg("building eytzgpu index \"%s\" on the CPU: %s",
 						RelationGetRelationName(index),
 						gpu_error("GPU build", rc, errbuf))));
 		pfree(okeys);
@@ -366,14 +481,28 @@ eytz_device_available(char **why)
 	return false;
 }
 
-const char *
-eytz_device_name(void)
+bool
+eytz_device_resident(Relation index, uint64 generation)
 {
-	return "none";
+	return false;
 }
 
 EytzGpuEntry *
-eytz_device_acquire(Relation index, const EytzMetaPageData *meta, char **why)
+eytz_device_pin(Relation index, uint64 generation)
+{
+	return NULL;
+}
+
+bool
+eytz_device_room(Relation index, const EytzMetaPageData *meta, char **why)
+{
+	*why = "eytzgpu was built without CUDA";
+	return false;
+}
+
+EytzGpuEntry *
+eytz_device_upload(Relation index, const EytzMetaPageData *meta,
+				   const void *keys, const uint64 *tids, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return NULL;
@@ -385,9 +514,11 @@ eytz_device_release(EytzGpuEntry *entry)
 }
 
 bool
-eytz_device_lookup(EytzGpuEntry *entry, const uint64 *lo, const uint64 *hi,
-				   const uint32 *rows, uint32 nq, EytzMatchBuf *out,
-				   double *kernel_ms, char **why)
+eytz_device_lookup_join(EytzGpuEntry *entry, uint64 batch_id, const uint64 *lo,
+				   const uint64 *hi, const uint32 *rows, uint32 nq,
+				   uint32 first, uint32 max, EytzMatch *out, EytzMatch *tmp,
+				   uint32 *nout, uint32 *nq_done, double *kernel_ms,
+				   double *transfer_ms, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;
@@ -402,6 +533,8 @@ bool
 eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 				  Relation index, uint64 generation)
 {
+	if (eytz_device_mode != EYTZ_DEVICE_CPU)
+		eytz_device_report_unavailable("eytzgpu was built without CUDA");
 	return false;
 }
 

@@ -10,21 +10,21 @@
  * index at once (GPU or CPU), and the inner tuples are fetched in TID order.
  *
  * The plan's custom_scan_tlist is the outer plan's target list followed by
- * the inner table's columns the join needs, so an INDEX_VAR attno <= nouter
- * is also the outer tuple's attno: the outer key expressions are evaluated
- * directly on the outer tuples.  custom_exprs holds four lists: the outer
- * key expressions, the join quals, the pushed-down (other) quals and the
- * inner table's own restriction quals.  custom_private holds only integers
- * and OIDs, so the plan survives copyObject.
+ * the inner table's columns the join needs (plain columns, system columns,
+ * the whole row), so an INDEX_VAR attno <= nouter is also the outer tuple's
+ * attno: the outer key expressions are evaluated directly on the outer
+ * tuples.  custom_exprs and custom_private are lists indexed by the enums of
+ * eytzjoin.h; custom_private holds only integers, floats and OIDs, so the
+ * plan survives copyObject.
  */
 #include "postgres.h"
 
 #include <math.h>
 
-#include "access/relation.h"
 #include "access/stratnum.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_operator.h"
+#include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
@@ -43,23 +43,35 @@
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
 #include "utils/spccache.h"
+#include "utils/syscache.h"
 
 #include "eytzjoin.h"
+#include "eytzlookup.h"
 
 bool		eytz_enable_join = true;
-int			eytz_device_mode = EYTZ_DEVICE_AUTO;
 int			eytz_batch_size = 1048576;
-int			eytz_gpu_memory_limit_mb = 4096;
-int			eytz_image_cache_limit_mb = 1024;
-
-static const struct config_enum_entry device_options[] = {
-	{"auto", EYTZ_DEVICE_AUTO, false},
-	{"gpu", EYTZ_DEVICE_GPU, false},
-	{"cpu", EYTZ_DEVICE_CPU, false},
-	{NULL, 0, false}
-};
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+
+/* The OID of the eytzgpu access method, InvalidOid until looked up */
+static Oid	eytz_am_oid = InvalidOid;
+
+/* The CustomPath's custom_private */
+enum EytzPathPrivateIndex
+{
+	EYTZ_PATH_INDEXOID,			/* OIDs of the index and its table */
+	EYTZ_PATH_HEAPOID,
+	EYTZ_PATH_JOINTYPE,
+	EYTZ_PATH_SINGLE_MATCH,
+	EYTZ_PATH_KEYATTNO,
+	EYTZ_PATH_INNER_RELID,
+	EYTZ_PATH_EXPECTED_KEYS,
+	EYTZ_PATH_STRATEGIES,
+	EYTZ_PATH_ARGTYPES,
+	EYTZ_PATH_OUTER_EXPRS,
+	EYTZ_PATH_JOINQUALS,		/* RestrictInfos */
+	EYTZ_PATH_OTHERQUALS		/* RestrictInfos */
+};
 
 /* One index clause: inner.key <strategy> outer_expr */
 typedef struct EytzIdxClause
@@ -146,39 +158,41 @@ match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	return true;
 }
 
-/* Which device a scan would use, as far as the planner can tell */
+/* Is index an eytzgpu index?  The AM's OID is looked up once (and again after DROP EXTENSION) */
 static bool
-planner_expects_gpu(void)
+is_eytz_index(IndexOptInfo *index)
 {
-	char	   *why;
+	if (!OidIsValid(eytz_am_oid))
+		eytz_am_oid = get_am_oid("eytzgpu", true);
+	return OidIsValid(eytz_am_oid) && index->relam == eytz_am_oid;
+}
 
-	if (eytz_device_mode == EYTZ_DEVICE_CPU)
-		return false;
-	return eytz_device_available(&why);
+static void
+eytz_am_cache_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	eytz_am_oid = InvalidOid;
 }
 
 /*
- * Cost of the join: the outer path, per outer row the key expressions and a
- * batched search (per level a few comparisons on the CPU; on the GPU a small
- * per-row transfer and kernel cost plus a per-batch launch), per match a heap
- * fetch in TID order (pages charged like a bitmap heap scan per batch) and
- * the quals, per result row the projection.
+ * Cost of the join: the outer path; per outer row the key expressions and
+ * the lookup seam's per-key cost on the device that would answer (plus its
+ * cost of pinning the index's view once); per match a heap fetch in TID
+ * order (pages charged like a bitmap heap scan per batch) and the quals; per
+ * result row the projection.
  */
 static void
 cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
 			   List *joinquals, List *otherquals, double rows)
 {
-	EytzMetaPageData meta;
-	Relation	irel;
 	double		outer_rows = Max(outer_path->rows, 1.0);
 	double		inner_tuples = Max(innerrel->tuples, 1.0);
 	double		heap_pages = Max(innerrel->pages, 1.0);
 	List	   *rinfos = NIL;
+	List	   *keyexprs = NIL;
 	ListCell   *lc;
 	Selectivity sel;
-	double		per_outer_matches,
-				matches,
+	double		matches,
 				batch_rows,
 				nbatches,
 				pages,
@@ -189,14 +203,10 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 				jqcost,
 				oqcost,
 				iqcost;
-	Cost		lookup_per_row,
+	Cost		lookup_startup,
+				lookup_per_key,
+				startup,
 				run;
-	bool		gpu = planner_expects_gpu();
-	List	   *keyexprs = NIL;
-
-	irel = index_open(index->indexoid, AccessShareLock);
-	eytz_read_meta(irel, &meta);
-	index_close(irel, AccessShareLock);
 
 	foreach(lc, idxclauses)
 	{
@@ -206,22 +216,13 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		keyexprs = lappend(keyexprs, ic->outer_expr);
 	}
 	sel = clauselist_selectivity(root, rinfos, 0, JOIN_INNER, NULL);
-	per_outer_matches = clamp_row_est(sel * inner_tuples);
-	matches = outer_rows * per_outer_matches;
+	matches = outer_rows * clamp_row_est(sel * inner_tuples);
 
 	cost_qual_eval(&keycost, keyexprs, root);
 	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
 	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
 	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
-
-	/* search: a radix sort of the batch, then levels of a few comparisons */
-	if (gpu)
-		lookup_per_row = 0.05 * cpu_operator_cost;
-	else
-		lookup_per_row = cpu_operator_cost *
-			(2.0 + (meta.levels + 1) * (1.0 + log2(Max(meta.fanout, 2)) / 2.0));
-	if (meta.npending > 0)
-		lookup_per_row += cpu_operator_cost * log2((double) meta.npending + 1.0);
+	eytz_lookup_plan_cost(index->indexoid, outer_rows, &lookup_startup, &lookup_per_key);
 
 	/* heap pages per batch, read in block order */
 	batch_rows = Min((double) eytz_batch_size, outer_rows);
@@ -234,21 +235,19 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	else
 		cost_per_page = spc_random;
 
-	run = outer_rows * (keycost.per_tuple + lookup_per_row + cpu_operator_cost) +
-		nbatches * (gpu ? 1000.0 * cpu_operator_cost : 0.0) +
+	run = outer_rows * (keycost.per_tuple + lookup_per_key + cpu_operator_cost) +
 		nbatches * pages * cost_per_page +
 		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
 				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
 		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
+	startup = outer_path->startup_cost + lookup_startup + keycost.startup +
+		jqcost.startup + oqcost.startup + iqcost.startup +
+		cpath->path.pathtarget->cost.startup;
 
 	/* the first batch is small (it grows geometrically): startup is cheap */
-	cpath->path.startup_cost = outer_path->startup_cost + keycost.startup +
-		jqcost.startup + oqcost.startup + iqcost.startup +
-		cpath->path.pathtarget->cost.startup +
-		run * Min(1.0, 1024.0 / outer_rows);
-	cpath->path.total_cost = outer_path->total_cost + keycost.startup +
-		jqcost.startup + oqcost.startup + iqcost.startup +
-		cpath->path.pathtarget->cost.startup + run;
+	cpath->path.startup_cost = startup + run * Min(1.0, 1024.0 / outer_rows);
+	cpath->path.total_cost = outer_path->total_cost - outer_path->startup_cost +
+		startup + run;
 }
 
 static void
@@ -280,12 +279,10 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	if (outer_path == NULL || PATH_REQ_OUTER(outer_path) != NULL)
 		return;
 
-	/* the inner columns are fetched as plain attributes */
+	/* the inner side provides columns, system columns and whole rows only */
 	foreach(lc, innerrel->reltarget->exprs)
 	{
-		Var		   *var = lfirst(lc);
-
-		if (!IsA(var, Var) || var->varattno <= 0)
+		if (!IsA(lfirst(lc), Var))
 			return;
 	}
 
@@ -315,7 +312,7 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		List	   *argtypes = NIL;
 		List	   *outer_exprs = NIL;
 
-		if (index->amcostestimate != (void (*) ()) eytz_costestimate ||
+		if (!is_eytz_index(index) ||
 			index->nkeycolumns != 1 || index->indexkeys[0] <= 0 ||
 			index->indpred != NIL || eytz_key_type(index->opcintype[0]) == NULL)
 			continue;
@@ -365,15 +362,23 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		cpath->path.pathkeys = NIL;
 		cpath->flags = 0;
 		cpath->custom_paths = list_make1(outer_path);
+		/* in the order of EytzPathPrivateIndex */
 		cpath->custom_private =
-			list_make5(list_make2_oid(index->indexoid, rte->relid),
-					   list_make4_int(jointype,
-									  jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
-									  extra->inner_unique,
-									  index->indexkeys[0], (int) innerrel->relid),
-					   list_make2(strategies, argtypes),
-					   outer_exprs,
-					   list_make2(rest, otherquals));
+			list_make4(makeInteger((int) index->indexoid),
+					   makeInteger((int) rte->relid),
+					   makeInteger(jointype),
+					   makeInteger(jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
+								   extra->inner_unique));
+		cpath->custom_private =
+			lappend(cpath->custom_private, makeInteger(index->indexkeys[0]));
+		cpath->custom_private =
+			lappend(cpath->custom_private, makeInteger((int) innerrel->relid));
+		cpath->custom_private =
+			lappend(cpath->custom_private,
+					makeFloat(psprintf("%.0f", Max(outer_path->rows, 1.0))));
+		cpath->custom_private =
+			list_concat(cpath->custom_private,
+						list_make5(strategies, argtypes, outer_exprs, rest, otherquals));
 		cpath->methods = &eytz_path_methods;
 		cost_eytz_join(root, cpath, outer_path, innerrel, index, idxclauses,
 					   rest, otherquals, joinrel->rows);
@@ -398,15 +403,11 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *outer_plan = linitial(custom_plans);
-	List	   *oids = linitial(best_path->custom_private);
-	List	   *ints = lsecond(best_path->custom_private);
-	List	   *ops = lthird(best_path->custom_private);
-	List	   *outer_exprs = lfourth(best_path->custom_private);
-	List	   *quals = list_nth(best_path->custom_private, 4);
-	Index		inner_relid = (Index) lfourth_int(ints);
+	List	   *ppriv = best_path->custom_private;
+	Index		inner_relid = (Index) intVal(list_nth(ppriv, EYTZ_PATH_INNER_RELID));
 	RelOptInfo *innerrel = find_base_rel(root, inner_relid);
-	List	   *joinquals = clause_exprs(linitial(quals));
-	List	   *otherquals = clause_exprs(lsecond(quals));
+	List	   *joinquals = clause_exprs(list_nth(ppriv, EYTZ_PATH_JOINQUALS));
+	List	   *otherquals = clause_exprs(list_nth(ppriv, EYTZ_PATH_OTHERQUALS));
 	List	   *innerquals = clause_exprs(innerrel->baserestrictinfo);
 	List	   *scan_tlist = NIL;
 	List	   *inner_attnos = NIL;
@@ -425,7 +426,11 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 	nouter = resno - 1;
 
-	/* then every inner column the quals and the target list need */
+	/*
+	 * then every inner column the quals and the target list need, system
+	 * columns and whole-row references included: the executor takes them
+	 * from the fetched heap tuple
+	 */
 	vars = pull_var_clause((Node *) list_make4(tlist, joinquals, otherquals, innerquals),
 						   PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
 						   PVC_RECURSE_PLACEHOLDERS);
@@ -435,8 +440,6 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 
 		if (var->varno != inner_relid || var->varlevelsup != 0)
 			continue;
-		if (var->varattno <= 0)
-			elog(ERROR, "eytzgpu join cannot fetch system column %d", var->varattno);
 		if (tlist_member((Expr *) var, scan_tlist))
 			continue;
 		scan_tlist = lappend(scan_tlist,
@@ -450,23 +453,27 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_exprs = list_make4(outer_exprs, joinquals, otherquals, innerquals);
-	cscan->custom_private = list_make4(list_copy(oids),
-									   list_make4_int(linitial_int(ints), lsecond_int(ints),
-													  lthird_int(ints), nouter),
-									   list_make2(list_copy(linitial(ops)),
-												  list_copy(lsecond(ops))),
-									   inner_attnos);
+	/* in the order of EytzScanExprIndex */
+	cscan->custom_exprs = list_make4(list_nth(ppriv, EYTZ_PATH_OUTER_EXPRS),
+									 joinquals, otherquals, innerquals);
+	/* in the order of EytzScanPrivateIndex */
+	cscan->custom_private =
+		list_make5(copyObject(list_nth(ppriv, EYTZ_PATH_INDEXOID)),
+				   copyObject(list_nth(ppriv, EYTZ_PATH_HEAPOID)),
+				   copyObject(list_nth(ppriv, EYTZ_PATH_JOINTYPE)),
+				   copyObject(list_nth(ppriv, EYTZ_PATH_SINGLE_MATCH)),
+				   copyObject(list_nth(ppriv, EYTZ_PATH_KEYATTNO)));
+	cscan->custom_private =
+		list_concat(cscan->custom_private,
+					list_make5(makeInteger(nouter),
+							   copyObject(list_nth(ppriv, EYTZ_PATH_EXPECTED_KEYS)),
+							   list_copy(list_nth(ppriv, EYTZ_PATH_STRATEGIES)),
+							   list_copy(list_nth(ppriv, EYTZ_PATH_ARGTYPES)),
+							   inner_attnos));
+	Assert(list_length(cscan->custom_private) == EYTZ_NUM_PRIV);
+	Assert(list_length(cscan->custom_exprs) == EYTZ_NUM_EXPR);
 	cscan->methods = &eytz_scan_methods;
 	return &cscan->scan.plan;
-}
-
-/* Any relcache change of an index drops its CPU image and GPU copy */
-static void
-eytz_relcache_callback(Datum arg, Oid relid)
-{
-	eytz_image_invalidate(relid);
-	eytz_device_invalidate(relid);
 }
 
 void
@@ -476,29 +483,14 @@ eytz_join_init(void)
 							 "Enables the batched eytzgpu index-nested-loop join.",
 							 NULL, &eytz_enable_join, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomEnumVariable("eytzgpu.device",
-							 "Where eytzgpu looks up join batches and builds indexes: auto, gpu or cpu.",
-							 "auto and gpu fall back to the CPU when no GPU can be used; gpu says so with a NOTICE.",
-							 &eytz_device_mode, EYTZ_DEVICE_AUTO, device_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("eytzgpu.batch_size",
 							"Outer rows the eytzgpu join looks up at once.",
 							"Batches are also bounded by work_mem * hash_mem_multiplier; the first batch of a scan is small and grows.",
 							&eytz_batch_size, 1048576, 1, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("eytzgpu.gpu_memory_limit",
-							"GPU memory a backend may use for resident eytzgpu indexes.",
-							NULL, &eytz_gpu_memory_limit_mb, 4096, 0, INT_MAX / 2,
-							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
-	DefineCustomIntVariable("eytzgpu.image_cache_limit",
-							"Memory a backend may keep for in-memory copies of eytzgpu index layouts.",
-							NULL, &eytz_image_cache_limit_mb, 1024, 0, INT_MAX / 2,
-							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("eytzgpu");
 
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = eytz_join_pathlist;
-	CacheRegisterRelcacheCallback(eytz_relcache_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(AMOID, eytz_am_cache_callback, (Datum) 0);
 	RegisterCustomScanMethods(&eytz_scan_methods);
-	eytz_join_register_exec();
 }

@@ -2,26 +2,34 @@
  * eytzjoinexec.c
  *		Executor of the batched index-nested-loop join ("EytzGPU Join").
  *
- * Each batch: read up to the batch size of outer rows (values copied into
- * the batch's memory), evaluate their key expressions into key ranges (a
- * NULL or empty range never matches), look the whole batch up at once in
- * the index's GPU copy or CPU image plus the pending list read at the start
- * of the scan, sort the (TID, outer row) matches by TID and fetch each inner
- * tuple once, in block order, with table_index_fetch_tuple() under the
- * query's snapshot.  The key is rechecked on the fetched tuple (the TIDs come
- * from an unpinned copy and may have been vacuumed and reused), then the
- * inner quals, join quals and other quals are applied as a nested loop
- * would; LEFT and ANTI emit the unmatched rows of a batch after its
- * matches, SEMI and ANTI (and unique inner sides) stop at the first match.
+ * Each batch: read up to the batch size of outer rows (pass-by-reference
+ * values copied into the batch's memory), evaluate their key expressions
+ * into key ranges (a NULL or empty range never matches) and submit the
+ * ranges to the lookup seam (eytzlookup.h), which answers them on the GPU or
+ * the CPU.  The matches come back as (TID, batch row) in chunks sorted by
+ * TID whose size follows work_mem, so a batch's matches never sit in memory
+ * whole and a LIMIT stops the work early.  The inner tuples of each heap
+ * block of a chunk are fetched together (eytzheap.c), the key is rechecked
+ * on each tuple (the TIDs come from an unpinned copy and may have been
+ * vacuumed and reused), then the inner quals, join quals and other quals
+ * are applied as a nested loop would.  LEFT and ANTI emit the unmatched rows
+ * of a batch after its last chunk; SEMI and ANTI (and unique inner sides)
+ * skip a row's further matches.
  *
  * The first batch is small and batches grow geometrically to the batch
- * size: a CustomScan never learns a LIMIT above it.
+ * size, as do the chunks to their work_mem share: a CustomScan
+ * never learns a LIMIT above it.  The batch arrays grow with the batches,
+ * a few times a scan, up to the largest batch work_mem allows.
+ *
+ * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
+ * that moves from stage to stage (outer scan and batch fill, lookup, heap
+ * fetch, qual and projection, the node's own control flow), so the stages
+ * add up to the node's time.
  */
 #include "postgres.h"
 
 #include "access/relation.h"
 #include "access/table.h"
-#include "access/tableam.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/nodeHash.h"
@@ -31,13 +39,28 @@
 #include "portability/instr_time.h"
 #include "storage/predicate.h"
 #include "utils/datum.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "eytzheap.h"
 #include "eytzjoin.h"
+#include "eytzlookup.h"
 
 #define EYTZ_FIRST_BATCH 1024
+/* the part of work_mem a chunk of matches takes; outer rows get the rest */
+#define EYTZ_CHUNK_SHARE 4
+#define EYTZ_MIN_CHUNK 64
+/* the scan's first chunk: small, so that a LIMIT above costs little */
+#define EYTZ_FIRST_CHUNK 1024
+#define NO_ROW PG_UINT32_MAX
+
+/* What the matches of a batch row need of it, in one place (one cache miss) */
+typedef struct BatchRow
+{
+	uint64		lo;				/* key range; lo > hi: no query */
+	uint64		hi;
+	bool		matched;
+} BatchRow;
 
 typedef enum JoinPhase
 {
@@ -46,6 +69,17 @@ typedef enum JoinPhase
 	PHASE_UNMATCHED,
 	PHASE_DONE
 } JoinPhase;
+
+/* Where the node's time goes (EXPLAIN ANALYZE) */
+typedef enum JoinStage
+{
+	STAGE_OWN,					/* control flow between the stages */
+	STAGE_FILL,					/* outer scan, key expressions, batch fill */
+	STAGE_LOOKUP,				/* the lookup seam */
+	STAGE_FETCH,				/* heap fetch and key recheck */
+	STAGE_QUAL,					/* inner and join quals, projection */
+	NUM_STAGES
+} JoinStage;
 
 typedef struct EytzJoinState
 {
@@ -57,13 +91,16 @@ typedef struct EytzJoinState
 	JoinType	jointype;
 	bool		single_match;
 	AttrNumber	keyattno;
+	double		expected_keys;
 	int			nouter;
 	int			ninner;
 	int			nclauses;
 	StrategyNumber *strategies;
 	Oid		   *argtypes;
-	AttrNumber *inner_attnos;
+	AttrNumber *inner_attnos;	/* > 0 column, 0 whole row, < 0 system column */
+	AttrNumber	inner_natts;	/* columns to deform */
 	ExprState **keyexprs;
+	AttrNumber *key_attnos;		/* outer column a key expression just reads, or 0 */
 	ExprState  *joinqual;
 	ExprState  *otherqual;
 	ExprState  *innerqual;
@@ -74,53 +111,52 @@ typedef struct EytzJoinState
 	Relation	index;
 	Relation	heap;
 	const EytzKeyType *kt;
-	EytzMetaPageData meta;
 	bool		started;
-	bool		use_gpu;
-	bool		gpu_failed;
-	EytzImage  *image;
-	EytzGpuEntry *gpu;
-	EytzPendingEntry *pending;
-	uint64		npending;
-	IndexFetchTableData *fetch;
-	TupleTableSlot *heapslot;
+	EytzLookup *lookup;
+	EytzHeapFetch *hf;
+	MemoryContext innercxt;		/* whole-row values of the current inner tuple */
+
+	/* batch arrays, for alloc_rows rows; batches have at most cap rows */
+	uint32		cap;
+	uint32		alloc_rows;
+	uint32		chunk_cap;		/* the largest chunk */
+	uint32		next_chunk;		/* the next chunk: grows to chunk_cap */
+	Size		rows_mem;		/* the outer rows' share of work_mem */
+	Size		row_bytes;		/* array bytes per row */
+	Datum	   *ovalues;
+	bool	   *onulls;
+	BatchRow   *rows;
+	uint64	   *qlo;
+	uint64	   *qhi;
+	uint32	   *qrow;
 
 	/* the current batch */
-	MemoryContext batchcxt;
+	MemoryContext batchcxt;		/* copied outer values */
 	JoinPhase	phase;
 	bool		outer_done;
 	uint32		next_batch;
 	uint32		nrows;
-	Datum	   *ovalues;
-	bool	   *onulls;
-	uint64	   *rlo;			/* per row key range; rlo > rhi: no query */
-	uint64	   *rhi;
-	uint64	   *qlo;
-	uint64	   *qhi;
-	uint32	   *qrow;
 	uint32		nq;
-	bool	   *matched;
-	EytzMatchBuf matches;
-	uint64		cur;
-	uint64		cur_tid;
+	bool		batch_done;		/* its last chunk was read */
+	const EytzMatch *chunk;
+	uint32		nchunk;
+	uint32		pos;			/* next match of the chunk */
+	uint32		block_end;		/* end of the matches of the current block */
+	uint64		cur_tid;		/* inner tuple in the scan slot */
 	bool		cur_found;
 	uint64		cur_key;
+	uint32		slot_row;		/* batch row in the scan slot, or NO_ROW */
 	uint32		unmatched_pos;
 
 	/* EXPLAIN ANALYZE */
 	uint64		nbatches;
-	uint64		nlookups;
-	uint64		nmatches;
+	uint64		nchunks;
 	uint64		nfetches;
-	uint64		gpu_batches;
-	double		lookup_ms;
-	double		kernel_ms;
-	double		fetch_ms;
-	char	   *fallback_why;
-	MemoryContextCallback unpin_cb;
+	bool		timing;
+	JoinStage	stage;
+	instr_time	stage_start;
+	instr_time	stage_time[NUM_STAGES];
 } EytzJoinState;
-
-static bool absent_noticed = false;
 
 static void eytz_join_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *eytz_join_exec(CustomScanState *node);
@@ -137,12 +173,6 @@ static const CustomExecMethods eytz_exec_methods = {
 	.ExplainCustomScan = eytz_join_explain,
 };
 
-void
-eytz_join_register_exec(void)
-{
-	/* nothing to register: exec methods are reached through the plan */
-}
-
 Node *
 eytz_join_create_scan_state(CustomScan *cscan)
 {
@@ -151,6 +181,27 @@ eytz_join_create_scan_state(CustomScan *cscan)
 
 	st->css.methods = &eytz_exec_methods;
 	return (Node *) st;
+}
+
+/* Charge the time since the last switch to the current stage */
+static inline void
+stage_charge(EytzJoinState *st)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_ACCUM_DIFF(st->stage_time[st->stage], now, st->stage_start);
+	st->stage_start = now;
+}
+
+/* Leave the current stage for stage s */
+static inline void
+stage_enter(EytzJoinState *st, JoinStage s)
+{
+	if (!st->timing || st->stage == s)
+		return;
+	stage_charge(st);
+	st->stage = s;
 }
 
 static PlanState *
@@ -164,42 +215,52 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *oids = linitial(cscan->custom_private);
-	List	   *ints = lsecond(cscan->custom_private);
-	List	   *ops = lthird(cscan->custom_private);
-	List	   *inner_attnos = lfourth(cscan->custom_private);
-	List	   *keyexprs = linitial(cscan->custom_exprs);
+	List	   *priv = cscan->custom_private;
+	List	   *strategies = list_nth(priv, EYTZ_PRIV_STRATEGIES);
+	List	   *argtypes = list_nth(priv, EYTZ_PRIV_ARGTYPES);
+	List	   *inner_attnos = list_nth(priv, EYTZ_PRIV_INNER_ATTNOS);
+	List	   *keyexprs = list_nth(cscan->custom_exprs, EYTZ_EXPR_KEYS);
 	PlanState  *ps = &node->ss.ps;
 	TupleDesc	scandesc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	ListCell   *lc;
 	int			i;
 
-	st->indexoid = linitial_oid(oids);
-	st->heapoid = lsecond_oid(oids);
-	st->jointype = (JoinType) linitial_int(ints);
-	st->single_match = lsecond_int(ints) != 0;
-	st->keyattno = (AttrNumber) lthird_int(ints);
-	st->nouter = lfourth_int(ints);
+	st->indexoid = (Oid) intVal(list_nth(priv, EYTZ_PRIV_INDEXOID));
+	st->heapoid = (Oid) intVal(list_nth(priv, EYTZ_PRIV_HEAPOID));
+	st->jointype = (JoinType) intVal(list_nth(priv, EYTZ_PRIV_JOINTYPE));
+	st->single_match = intVal(list_nth(priv, EYTZ_PRIV_SINGLE_MATCH)) != 0;
+	st->keyattno = (AttrNumber) intVal(list_nth(priv, EYTZ_PRIV_KEYATTNO));
+	st->nouter = intVal(list_nth(priv, EYTZ_PRIV_NOUTER));
+	st->expected_keys = floatVal(list_nth(priv, EYTZ_PRIV_EXPECTED_KEYS));
 	st->nclauses = list_length(keyexprs);
 	st->strategies = palloc(sizeof(StrategyNumber) * st->nclauses);
 	st->argtypes = palloc(sizeof(Oid) * st->nclauses);
 	st->keyexprs = palloc(sizeof(ExprState *) * st->nclauses);
-	i = 0;
-	foreach(lc, keyexprs)
+	st->key_attnos = palloc0(sizeof(AttrNumber) * st->nclauses);
+	for (i = 0; i < st->nclauses; i++)
 	{
-		st->strategies[i] = list_nth_int(linitial(ops), i);
-		st->argtypes[i] = list_nth_oid(lsecond(ops), i);
-		st->keyexprs[i] = ExecInitExpr(lfirst(lc), ps);
-		i++;
+		Expr	   *expr = list_nth(keyexprs, i);
+
+		st->strategies[i] = list_nth_int(strategies, i);
+		st->argtypes[i] = list_nth_oid(argtypes, i);
+		st->keyexprs[i] = ExecInitExpr(expr, ps);
+		/* the outer columns lead the scan tuple: INDEX_VAR attno = outer attno */
+		if (IsA(expr, Var) && ((Var *) expr)->varno == INDEX_VAR)
+			st->key_attnos[i] = ((Var *) expr)->varattno;
 	}
 	st->ninner = list_length(inner_attnos);
 	st->inner_attnos = palloc(sizeof(AttrNumber) * Max(st->ninner, 1));
+	st->inner_natts = st->keyattno;
 	i = 0;
 	foreach(lc, inner_attnos)
-		st->inner_attnos[i++] = lfirst_int(lc);
-	st->joinqual = ExecInitQual(lsecond(cscan->custom_exprs), ps);
-	st->otherqual = ExecInitQual(lthird(cscan->custom_exprs), ps);
-	st->innerqual = ExecInitQual(lfourth(cscan->custom_exprs), ps);
+	{
+		st->inner_attnos[i] = lfirst_int(lc);
+		st->inner_natts = Max(st->inner_natts, st->inner_attnos[i]);
+		i++;
+	}
+	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), ps);
+	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_OTHERQUAL), ps);
+	st->innerqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_INNERQUAL), ps);
 
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
@@ -221,97 +282,80 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->batchcxt = AllocSetContextCreate(estate->es_query_cxt,
 										 "eytzgpu join batch",
 										 ALLOCSET_DEFAULT_SIZES);
+	st->innercxt = AllocSetContextCreate(estate->es_query_cxt,
+										 "eytzgpu join inner tuple",
+										 ALLOCSET_SMALL_SIZES);
 	st->phase = PHASE_FILL;
 	st->next_batch = Min(EYTZ_FIRST_BATCH, eytz_batch_size);
-	st->use_gpu = eytz_device_mode != EYTZ_DEVICE_CPU;
+	st->slot_row = NO_ROW;
 }
 
-static void
-eytz_unpin(EytzJoinState *st)
-{
-	if (st->gpu)
-		eytz_device_release(st->gpu);
-	if (st->image)
-		eytz_image_release(st->image);
-	st->gpu = NULL;
-	st->image = NULL;
-}
-
-static void
-eytz_unpin_cb(void *arg)
-{
-	eytz_unpin((EytzJoinState *) arg);
-}
-
-/* Pins (image or GPU copy, pending list) under one generation of the index */
+/*
+ * Pin the index's view, open the heap fetch and size batches and chunks,
+ * once per scan: a quarter of work_mem for a chunk of matches, the rest for
+ * the largest batch of outer rows.
+ */
 static void
 eytz_join_start(EytzJoinState *st)
 {
-	MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
-	int			attempt;
+	EState	   *estate = st->css.ss.ps.state;
+	Size		mem_limit = get_hash_memory_limit();
+	Size		chunk_mem = mem_limit / EYTZ_CHUNK_SHARE;
+	int			no = Max(st->nouter, 1);
+	Size		per_row = (sizeof(Datum) + sizeof(bool)) * no + sizeof(BatchRow) +
+		2 * sizeof(uint64) + sizeof(uint32);
+	MemoryContext cxt = estate->es_query_cxt;
 
-	for (attempt = 0;; attempt++)
+	st->timing = st->css.ss.ps.instrument && st->css.ss.ps.instrument->need_timer;
+	if (st->timing)
 	{
-		EytzMetaPageData after;
-		bool		ok = true;
-
-		eytz_read_meta(st->index, &st->meta);
-		if (st->use_gpu && !st->gpu_failed)
-		{
-			char	   *why = NULL;
-
-			st->gpu = eytz_device_acquire(st->index, &st->meta, &why);
-			if (st->gpu == NULL && why != NULL)
-			{
-				bool		present = eytz_device_available(NULL);
-
-				st->gpu_failed = true;
-				st->fallback_why = why;
-				/* a missing GPU under 'auto' is said once per backend */
-				ereport(eytz_device_mode == EYTZ_DEVICE_GPU || present ||
-						!absent_noticed ? NOTICE : DEBUG1,
-						(errmsg("eytzgpu join on index \"%s\" runs on the CPU: %s",
-								RelationGetRelationName(st->index), why)));
-				if (!present)
-					absent_noticed = true;
-			}
-			ok = st->gpu != NULL;
-		}
-		if (!st->use_gpu || st->gpu_failed)
-		{
-			st->image = eytz_image_acquire(st->index, &st->meta);
-			ok = st->image != NULL;
-		}
-		if (ok)
-			ok = eytz_read_pending(st->index, &st->meta, &st->pending, &st->npending,
-								   NULL, NULL);
-		eytz_read_meta(st->index, &after);
-		if (ok && after.generation == st->meta.generation)
-			break;
-		eytz_unpin(st);
-		if (attempt > 1000)
-			elog(ERROR, "eytzgpu index \"%s\" keeps changing under the join",
-				 RelationGetRelationName(st->index));
-		CHECK_FOR_INTERRUPTS();
+		st->stage_start = st->css.ss.ps.instrument->starttime;
+		st->stage = STAGE_LOOKUP;
 	}
-	if (!st->use_gpu)
-		ereport(DEBUG1,
-				(errmsg("eytzgpu join on index \"%s\" runs on the CPU (eytzgpu.device = cpu)",
-						RelationGetRelationName(st->index))));
-	eytz_sort_pending(st->pending, st->npending);
-	/* unpin also when the query fails */
-	st->unpin_cb.func = eytz_unpin_cb;
-	st->unpin_cb.arg = st;
-	MemoryContextRegisterResetCallback(st->css.ss.ps.state->es_query_cxt, &st->unpin_cb);
-
-	st->fetch = table_index_fetch_begin(st->heap);
-	st->heapslot = table_slot_create(st->heap, NULL);
+	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
+	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
 	/* a relation-level predicate lock: the scan reads through no index pages */
-	PredicateLockRelation(st->heap, st->css.ss.ps.state->es_snapshot);
+	PredicateLockRelation(st->heap, estate->es_snapshot);
+
+	st->row_bytes = per_row;
+	st->rows_mem = mem_limit - chunk_mem;
+	st->chunk_cap = (uint32) Min(Max(chunk_mem / sizeof(EytzMatch), EYTZ_MIN_CHUNK),
+								 (Size) PG_INT32_MAX);
+	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
+	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 	st->started = true;
-	MemoryContextSwitchTo(old);
 }
 
+/*
+ * Batch arrays for at least n rows.  They grow with the batches (4x a time,
+ * a few times a scan), not allocated for the largest batch at once: a short
+ * scan would pay for zeroing memory it never uses.
+ */
+static void
+ensure_rows(EytzJoinState *st, uint32 n)
+{
+	MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
+	int			no = Max(st->nouter, 1);
+
+	if (n <= st->alloc_rows)
+		return;
+	if (st->alloc_rows > 0)
+	{
+		pfree(st->ovalues);
+		pfree(st->onulls);
+		pfree(st->rows);
+		pfree(st->qlo);
+		pfree(st->qhi);
+		pfree(st->qrow);
+	}
+	st->ovalues = MemoryContextAllocHuge(cxt, sizeof(Datum) * no * n);
+	st->onulls = MemoryContextAllocHuge(cxt, sizeof(bool) * no * n);
+	st->rows = MemoryContextAllocHuge(cxt, sizeof(BatchRow) * n);
+	st->qlo = MemoryContextAllocHuge(cxt, sizeof(uint64) * n);
+	st->qhi = MemoryContextAllocHuge(cxt, sizeof(uint64) * n);
+	st->qrow = MemoryContextAllocHuge(cxt, sizeof(uint32) * n);
+	st->alloc_rows = n;
+}
 
 /* Key range of one outer row from its key expressions; false: no match */
 static bool
@@ -323,9 +367,19 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 	*hi = st->kt->dom_max;
 	for (i = 0; i < st->nclauses; i++)
 	{
+		AttrNumber	a = st->key_attnos[i];
 		bool		isnull;
-		Datum		v = ExecEvalExprSwitchContext(st->keyexprs[i], econtext, &isnull);
+		Datum		v;
 		EytzRange	r;
+
+		if (a > 0)
+		{
+			/* the outer tuple is deformed: no expression to run */
+			v = econtext->ecxt_scantuple->tts_values[a - 1];
+			isnull = econtext->ecxt_scantuple->tts_isnull[a - 1];
+		}
+		else
+			v = ExecEvalExprSwitchContext(st->keyexprs[i], econtext, &isnull);
 
 		/* btree operators are strict: NULL never matches */
 		if (isnull)
@@ -340,47 +394,31 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 	return true;
 }
 
-/* Read the next batch of outer rows and look them up */
+/*
+ * Read the next batch of outer rows and submit their key ranges.  The rows
+ * and their copied values stay within the outer rows' share of work_mem.
+ */
 static void
 fill_batch(EytzJoinState *st)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 	PlanState  *outer = outer_ps(st);
-	MemoryContext old;
 	int			no = st->nouter;
-	Size		mem_limit = get_hash_memory_limit();
-	Size		per_row = (sizeof(Datum) + sizeof(bool)) * Max(no, 1) + 45;
-	uint32		cap = (uint32) Max(1, Min((Size) st->next_batch, mem_limit / per_row));
-	Size		used = per_row * cap;
-	instr_time	t0,
-				t1;
+	uint32		want = Min(st->next_batch, st->cap);
+	Size		used = 0;
 
+	ensure_rows(st, want);
 	MemoryContextReset(st->batchcxt);
-	old = MemoryContextSwitchTo(st->batchcxt);
-	st->ovalues = MemoryContextAllocHuge(st->batchcxt, sizeof(Datum) * Max(no, 1) * cap);
-	st->onulls = MemoryContextAllocHuge(st->batchcxt, sizeof(bool) * Max(no, 1) * cap);
-	st->rlo = MemoryContextAllocHuge(st->batchcxt, sizeof(uint64) * cap);
-	st->rhi = MemoryContextAllocHuge(st->batchcxt, sizeof(uint64) * cap);
-	st->qlo = MemoryContextAllocHuge(st->batchcxt, sizeof(uint64) * cap);
-	st->qhi = MemoryContextAllocHuge(st->batchcxt, sizeof(uint64) * cap);
-	st->qrow = MemoryContextAllocHuge(st->batchcxt, sizeof(uint32) * cap);
-	st->matched = MemoryContextAllocHuge(st->batchcxt, sizeof(bool) * cap);
 	st->nrows = 0;
 	st->nq = 0;
-	memset(&st->matches, 0, sizeof(st->matches));
 
-	while (st->nrows < cap && (st->nrows == 0 || used < mem_limit))
+	while (st->nrows < want && (st->nrows == 0 || used < st->rows_mem))
 	{
-		TupleTableSlot *slot;
+		TupleTableSlot *slot = ExecProcNode(outer);
 		uint32		row = st->nrows;
 		Datum	   *vals;
 		bool	   *nulls;
 		int			i;
-
-		/* the outer plan allocates its own state: not in the batch context */
-		MemoryContextSwitchTo(old);
-		slot = ExecProcNode(outer);
-		MemoryContextSwitchTo(st->batchcxt);
 
 		if (TupIsNull(slot))
 		{
@@ -390,122 +428,82 @@ fill_batch(EytzJoinState *st)
 		slot_getallattrs(slot);
 		vals = &st->ovalues[(Size) row * no];
 		nulls = &st->onulls[(Size) row * no];
+		memcpy(vals, slot->tts_values, sizeof(Datum) * no);
+		memcpy(nulls, slot->tts_isnull, sizeof(bool) * no);
 		for (i = 0; i < no; i++)
 		{
-			nulls[i] = slot->tts_isnull[i];
+			MemoryContext old;
+
 			if (nulls[i] || st->outer_byval[i])
-				vals[i] = slot->tts_values[i];
-			else
-			{
-				vals[i] = datumCopy(slot->tts_values[i], false, st->outer_len[i]);
-				used += datumGetSize(vals[i], false, st->outer_len[i]) + 16;
-			}
+				continue;
+			old = MemoryContextSwitchTo(st->batchcxt);
+			vals[i] = datumCopy(vals[i], false, st->outer_len[i]);
+			MemoryContextSwitchTo(old);
+			used += MAXALIGN(datumGetSize(vals[i], false, st->outer_len[i])) + 16;
 		}
+		used += st->row_bytes;
 		econtext->ecxt_scantuple = slot;
-		if (row_range(st, econtext, &st->rlo[row], &st->rhi[row]))
+		if (row_range(st, econtext, &st->rows[row].lo, &st->rows[row].hi))
 		{
-			st->qlo[st->nq] = st->rlo[row];
-			st->qhi[st->nq] = st->rhi[row];
+			st->qlo[st->nq] = st->rows[row].lo;
+			st->qhi[st->nq] = st->rows[row].hi;
 			st->qrow[st->nq] = row;
 			st->nq++;
 		}
 		else
 		{
-			st->rlo[row] = 1;
-			st->rhi[row] = 0;
+			st->rows[row].lo = 1;
+			st->rows[row].hi = 0;
 		}
 		ResetExprContext(econtext);
-		st->matched[row] = false;
+		st->rows[row].matched = false;
 		st->nrows++;
 	}
 	/* grow geometrically up to the batch size */
-	st->next_batch = (uint32) Min((uint64) cap * 4, (uint64) eytz_batch_size);
-
+	st->next_batch = (uint32) Min((uint64) want * 4, (uint64) eytz_batch_size);
 	if (st->nrows > 0)
 		st->nbatches++;
+
+	st->nchunk = 0;
+	st->pos = 0;
+	st->block_end = 0;
+	st->cur_tid = PG_UINT64_MAX;
+	st->slot_row = NO_ROW;
+	st->unmatched_pos = 0;
+	st->batch_done = st->nq == 0;
 	if (st->nq > 0)
 	{
-		bool		done = false;
-
-		INSTR_TIME_SET_CURRENT(t0);
-		if (st->gpu != NULL)
-		{
-			double		kms = 0;
-			char	   *why = NULL;
-
-			if (eytz_device_lookup(st->gpu, st->qlo, st->qhi, st->qrow, st->nq,
-								   &st->matches, &kms, &why))
-			{
-				done = true;
-				st->gpu_batches++;
-				st->kernel_ms += kms;
-			}
-			else
-			{
-				/* fall back for the rest of the scan, on the same generation */
-				MemoryContext qc = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
-
-				ereport(NOTICE,
-						(errmsg("eytzgpu join on index \"%s\" continues on the CPU: %s",
-								RelationGetRelationName(st->index), why)));
-				st->fallback_why = pstrdup(why);
-				st->gpu_failed = true;
-				while (st->image == NULL)
-				{
-					EytzMetaPageData meta = st->meta;
-
-					/* the same generation as the pending list, or an error */
-					st->image = eytz_image_acquire(st->index, &meta);
-					if (st->image == NULL)
-						ereport(ERROR,
-								(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-								 errmsg("eytzgpu index \"%s\" changed while its GPU copy failed",
-										RelationGetRelationName(st->index))));
-				}
-				MemoryContextSwitchTo(qc);
-				st->matches.n = 0;
-			}
-		}
-		if (!done)
-			eytz_batch_search(&st->image->img, st->qlo, st->qhi, st->qrow, st->nq,
-							  &st->matches);
-		eytz_batch_search_pending(st->pending, st->npending, st->qlo, st->qhi,
-								  st->qrow, st->nq, &st->matches);
-		/* a stale image can repeat a pending entry's TID: make twins adjacent */
-		eytz_sort_matches(&st->matches, st->npending > 0);
-		INSTR_TIME_SET_CURRENT(t1);
-		INSTR_TIME_SUBTRACT(t1, t0);
-		st->lookup_ms += INSTR_TIME_GET_MILLISEC(t1);
-		st->nlookups += st->nq;
-		st->nmatches += st->matches.n;
+		stage_enter(st, STAGE_LOOKUP);
+		eytz_lookup_submit(st->lookup, st->qlo, st->qhi, st->qrow, st->nq);
 		pgstat_count_index_scan(st->index);
 	}
-	MemoryContextSwitchTo(old);
-
-	st->cur = 0;
-	st->cur_tid = PG_UINT64_MAX;
-	st->cur_found = false;
-	st->unmatched_pos = 0;
 }
 
-/* Put batch row's outer values (and inner values or NULLs) into the scan slot */
-static TupleTableSlot *
-store_row(EytzJoinState *st, uint32 row, bool inner_nulls)
+/*
+ * Resolve the TIDs of the block of chunk[pos] (its matches are adjacent) in
+ * one visit of the page; rows already satisfied need no tuple.
+ */
+static void
+resolve_block(EytzJoinState *st)
 {
-	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
-	int			no = st->nouter;
-	int			i;
+	BlockNumber blk = eytz_tid_block(st->chunk[st->pos].tid);
+	uint32		i;
 
-	ExecClearTuple(scan);
-	memcpy(scan->tts_values, &st->ovalues[(Size) row * no], sizeof(Datum) * no);
-	memcpy(scan->tts_isnull, &st->onulls[(Size) row * no], sizeof(bool) * no);
-	if (inner_nulls)
-		for (i = 0; i < st->ninner; i++)
-		{
-			scan->tts_values[no + i] = (Datum) 0;
-			scan->tts_isnull[no + i] = true;
-		}
-	return ExecStoreVirtualTuple(scan);
+	stage_enter(st, STAGE_FETCH);
+	eytz_heap_block_begin(st->hf, blk);
+	for (i = st->pos; i < st->nchunk && eytz_tid_block(st->chunk[i].tid) == blk; i++)
+	{
+		uint32		row = st->chunk[i].row;
+
+		/* matches are in TID order, rows at random: fetch them early */
+		__builtin_prefetch(&st->rows[row]);
+		__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
+		if (st->single_match && st->rows[row].matched)
+			continue;
+		eytz_heap_resolve(st->hf, eytz_tid_offset(st->chunk[i].tid));
+	}
+	eytz_heap_block_end(st->hf);
+	st->block_end = i;
 }
 
 /*
@@ -517,10 +515,8 @@ fetch_inner(EytzJoinState *st, uint64 t)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	TupleTableSlot *heapslot = eytz_heap_slot(st->hf);
 	ItemPointerData tid;
-	bool		call_again = false;
-	bool		all_dead = false;
-	bool		found;
 	bool		isnull;
 	Datum		key;
 	int			no = st->nouter;
@@ -528,37 +524,70 @@ fetch_inner(EytzJoinState *st, uint64 t)
 
 	eytz_tid_unpack(t, &tid);
 	st->nfetches++;
-	found = table_index_fetch_tuple(st->fetch, &tid, st->css.ss.ps.state->es_snapshot,
-									st->heapslot, &call_again, &all_dead);
-	if (!found)
+	if (!eytz_heap_fetch(st->hf, &tid))
 		return false;
-	key = slot_getattr(st->heapslot, st->keyattno, &isnull);
+	key = slot_getattr(heapslot, st->keyattno, &isnull);
 	if (isnull)
 		return false;
 	st->cur_key = st->kt->encode(key);
-	ExecClearTuple(scan);
-	slot_getallattrs(st->heapslot);
+	slot_getsomeattrs(heapslot, st->inner_natts);
 	for (i = 0; i < st->ninner; i++)
 	{
 		AttrNumber	a = st->inner_attnos[i];
 
-		scan->tts_values[no + i] = st->heapslot->tts_values[a - 1];
-		scan->tts_isnull[no + i] = st->heapslot->tts_isnull[a - 1];
+		if (a > 0)
+		{
+			scan->tts_values[no + i] = heapslot->tts_values[a - 1];
+			scan->tts_isnull[no + i] = heapslot->tts_isnull[a - 1];
+		}
+		else if (a == 0)
+		{
+			/* the whole row, kept for the tuple's matches */
+			MemoryContext old;
+
+			MemoryContextReset(st->innercxt);
+			old = MemoryContextSwitchTo(st->innercxt);
+			scan->tts_values[no + i] = ExecFetchSlotHeapTupleDatum(heapslot);
+			scan->tts_isnull[no + i] = false;
+			MemoryContextSwitchTo(old);
+		}
+		else
+			scan->tts_values[no + i] = slot_getsysattr(heapslot, a,
+													   &scan->tts_isnull[no + i]);
 	}
+	if (TTS_EMPTY(scan))
+		ExecStoreVirtualTuple(scan);
 	if (st->innerqual)
 	{
-		for (i = 0; i < no; i++)
-			scan->tts_isnull[i] = true;
-		ExecStoreVirtualTuple(scan);
+		bool		pass;
+
+		/* inner quals read only the inner part of the slot */
+		stage_enter(st, STAGE_QUAL);
 		econtext->ecxt_scantuple = scan;
-		if (!ExecQual(st->innerqual, econtext))
-		{
-			ResetExprContext(econtext);
-			return false;
-		}
+		pass = ExecQual(st->innerqual, econtext);
 		ResetExprContext(econtext);
+		if (!pass)
+			return false;
 	}
 	return true;
+}
+
+/* Put batch row's outer values into the scan slot (where not there yet) */
+static void
+store_outer(EytzJoinState *st, uint32 row)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	int			no = st->nouter;
+
+	if (st->slot_row != row)
+	{
+		memcpy(scan->tts_values, &st->ovalues[(Size) row * no], sizeof(Datum) * no);
+		memcpy(scan->tts_isnull, &st->onulls[(Size) row * no], sizeof(bool) * no);
+		st->slot_row = row;
+	}
+	if (TTS_EMPTY(scan))
+		ExecStoreVirtualTuple(scan);
+	st->css.ss.ps.ps_ExprContext->ecxt_scantuple = scan;
 }
 
 static TupleTableSlot *
@@ -566,6 +595,7 @@ project(EytzJoinState *st)
 {
 	ProjectionInfo *proj = st->css.ss.ps.ps_ProjInfo;
 
+	stage_enter(st, STAGE_QUAL);
 	if (proj == NULL)
 		return st->css.ss.ss_ScanTupleSlot;
 	return ExecProject(proj);
@@ -577,6 +607,7 @@ other_quals_pass(EytzJoinState *st)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 
+	stage_enter(st, STAGE_QUAL);
 	if (st->otherqual && !ExecQual(st->otherqual, econtext))
 	{
 		InstrCountFiltered2(&st->css, 1);
@@ -586,102 +617,163 @@ other_quals_pass(EytzJoinState *st)
 	return true;
 }
 
+/* The next joined row of the batch's matches, or NULL after its last chunk */
+static TupleTableSlot *
+next_match(EytzJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+
+	for (;;)
+	{
+		const EytzMatch *m;
+		uint32		row;
+
+		if (st->pos == st->nchunk)
+		{
+			if (st->batch_done)
+				return NULL;
+			CHECK_FOR_INTERRUPTS();
+			stage_enter(st, STAGE_LOOKUP);
+			st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
+			st->next_chunk = (uint32) Min((uint64) st->next_chunk * 4, (uint64) st->chunk_cap);
+			st->pos = 0;
+			st->block_end = 0;
+			if (st->nchunk == 0)
+			{
+				st->batch_done = true;
+				return NULL;
+			}
+			st->nchunks++;
+		}
+		if (st->pos == st->block_end)
+			resolve_block(st);
+		m = &st->chunk[st->pos++];
+		row = m->row;
+		if (st->single_match && st->rows[row].matched)
+			continue;
+		if (m->tid != st->cur_tid)
+		{
+			stage_enter(st, STAGE_FETCH);
+			st->cur_tid = m->tid;
+			st->cur_found = fetch_inner(st, m->tid);
+		}
+		if (!st->cur_found)
+			continue;
+		/* recheck: the heap tuple's key must be in the row's range */
+		if (st->cur_key < st->rows[row].lo || st->cur_key > st->rows[row].hi)
+			continue;
+		stage_enter(st, STAGE_QUAL);
+		store_outer(st, row);
+		if (st->joinqual && !ExecQual(st->joinqual, econtext))
+		{
+			InstrCountFiltered1(&st->css, 1);
+			ResetExprContext(econtext);
+			continue;
+		}
+		st->rows[row].matched = true;
+		if (st->jointype == JOIN_ANTI)
+			continue;
+		if (!other_quals_pass(st))
+			continue;
+		return project(st);
+	}
+}
+
+/* The inner part of the scan slot: NULLs, for the unmatched rows */
+static void
+set_inner_nulls(EytzJoinState *st)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	int			i;
+
+	for (i = 0; i < st->ninner; i++)
+	{
+		scan->tts_values[st->nouter + i] = (Datum) 0;
+		scan->tts_isnull[st->nouter + i] = true;
+	}
+	st->cur_tid = PG_UINT64_MAX;
+}
+
+/* The next unmatched row of the batch, null-extended, or NULL */
+static TupleTableSlot *
+next_unmatched(EytzJoinState *st)
+{
+	while (st->unmatched_pos < st->nrows)
+	{
+		uint32		row = st->unmatched_pos++;
+
+		if (st->rows[row].matched)
+			continue;
+		store_outer(st, row);
+		if (!other_quals_pass(st))
+			continue;
+		return project(st);
+	}
+	return NULL;
+}
+
 static TupleTableSlot *
 eytz_join_exec(CustomScanState *node)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	bool		timing = node->ss.ps.instrument && node->ss.ps.instrument->need_timer;
+	TupleTableSlot *res = NULL;
 
+	/* the node's time starts where its instrumentation started it */
+	if (st->timing)
+	{
+		st->stage_start = node->ss.ps.instrument->starttime;
+		st->stage = STAGE_OWN;
+	}
 	if (!st->started)
 		eytz_join_start(st);
 
-	for (;;)
+	while (res == NULL)
 	{
-		CHECK_FOR_INTERRUPTS();
-		ResetExprContext(econtext);
+		ResetExprContext(node->ss.ps.ps_ExprContext);
 		switch (st->phase)
 		{
 			case PHASE_FILL:
+				CHECK_FOR_INTERRUPTS();
 				if (st->outer_done)
 				{
 					st->phase = PHASE_DONE;
 					break;
 				}
+				stage_enter(st, STAGE_FILL);
 				fill_batch(st);
 				st->phase = PHASE_MATCHES;
 				break;
 
 			case PHASE_MATCHES:
-				while (st->cur < st->matches.n)
+				res = next_match(st);
+				if (res == NULL)
 				{
-					EytzMatch  *m = &st->matches.m[st->cur++];
-					uint32		row = m->row;
-
-					if (m->tid != st->cur_tid)
+					stage_enter(st, STAGE_FETCH);
+					eytz_heap_reset(st->hf);
+					st->phase = PHASE_FILL;
+					if (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI)
 					{
-						instr_time	t0,
-									t1;
-
-						if (timing)
-							INSTR_TIME_SET_CURRENT(t0);
-						st->cur_tid = m->tid;
-						st->cur_found = fetch_inner(st, m->tid);
-						if (timing)
-						{
-							INSTR_TIME_SET_CURRENT(t1);
-							INSTR_TIME_SUBTRACT(t1, t0);
-							st->fetch_ms += INSTR_TIME_GET_MILLISEC(t1);
-						}
+						set_inner_nulls(st);
+						st->phase = PHASE_UNMATCHED;
 					}
-					else if (st->cur > 1 && st->matches.m[st->cur - 2].row == row)
-						continue;	/* the same entry twice (stale image) */
-					if (!st->cur_found)
-						continue;
-					if (st->single_match && st->matched[row])
-						continue;
-					/* recheck: the heap tuple's key must be in the row's range */
-					if (st->cur_key < st->rlo[row] || st->cur_key > st->rhi[row])
-						continue;
-					econtext->ecxt_scantuple = store_row(st, row, false);
-					if (st->joinqual && !ExecQual(st->joinqual, econtext))
-					{
-						InstrCountFiltered1(node, 1);
-						ResetExprContext(econtext);
-						continue;
-					}
-					st->matched[row] = true;
-					if (st->jointype == JOIN_ANTI)
-						continue;
-					if (!other_quals_pass(st))
-						continue;
-					return project(st);
 				}
-				table_index_fetch_reset(st->fetch);
-				ExecClearTuple(st->heapslot);
-				st->phase = (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI) ?
-					PHASE_UNMATCHED : PHASE_FILL;
 				break;
 
 			case PHASE_UNMATCHED:
-				while (st->unmatched_pos < st->nrows)
-				{
-					uint32		row = st->unmatched_pos++;
-
-					if (st->matched[row])
-						continue;
-					econtext->ecxt_scantuple = store_row(st, row, true);
-					if (!other_quals_pass(st))
-						continue;
-					return project(st);
-				}
-				st->phase = PHASE_FILL;
+				res = next_unmatched(st);
+				if (res == NULL)
+					st->phase = PHASE_FILL;
 				break;
 
 			case PHASE_DONE:
-				return ExecClearTuple(node->ss.ps.ps_ResultTupleSlot);
+				res = ExecClearTuple(node->ss.ps.ps_ResultTupleSlot);
+				break;
 		}
 	}
+	/* the clock stops until the next call */
+	if (st->timing)
+		stage_charge(st);
+	return res;
 }
 
 static void
@@ -690,11 +782,10 @@ eytz_join_end(CustomScanState *node)
 	EytzJoinState *st = (EytzJoinState *) node;
 
 	ExecEndNode(outer_ps(st));
-	if (st->fetch)
-		table_index_fetch_end(st->fetch);
-	if (st->heapslot)
-		ExecDropSingleTupleTableSlot(st->heapslot);
-	/* the image and GPU copy are unpinned when the query's memory goes */
+	if (st->hf)
+		eytz_heap_end(st->hf);
+	if (st->lookup)
+		eytz_lookup_end(st->lookup);
 	if (st->index)
 		index_close(st->index, AccessShareLock);
 	if (st->heap)
@@ -712,17 +803,21 @@ eytz_join_rescan(CustomScanState *node)
 		UpdateChangedParamSet(outer, node->ss.ps.chgParam);
 	if (outer->chgParam == NULL)
 		ExecReScan(outer);
-	if (st->fetch)
-		table_index_fetch_reset(st->fetch);
-	if (st->heapslot)
-		ExecClearTuple(st->heapslot);
+	if (st->hf)
+		eytz_heap_reset(st->hf);
+	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	st->slot_row = NO_ROW;
+	st->cur_tid = PG_UINT64_MAX;
+	/* the next batch's submit drops the unread matches of this one */
 	MemoryContextReset(st->batchcxt);
-	memset(&st->matches, 0, sizeof(st->matches));
 	st->nrows = 0;
-	st->cur = 0;
+	st->nchunk = 0;
+	st->pos = 0;
+	st->batch_done = true;
 	st->phase = PHASE_FILL;
 	st->outer_done = false;
 	st->next_batch = Min(EYTZ_FIRST_BATCH, eytz_batch_size);
+	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 }
 
 static const char *
@@ -744,41 +839,53 @@ join_type_name(JoinType jt)
 }
 
 static void
+explain_ms(const char *label, instr_time t, ExplainState *es)
+{
+	ExplainPropertyFloat(label, "ms", INSTR_TIME_GET_MILLISEC(t), 3, es);
+}
+
+static void
 eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
 	EytzMetaPageData meta;
 	char		buf[64];
-	const char *device;
+	const EytzLookupStats *ls;
 
 	eytz_read_meta(st->index, &meta);
 	ExplainPropertyText("Join Type", join_type_name(st->jointype), es);
 	ExplainPropertyText("Index", RelationGetRelationName(st->index), es);
-	if (st->started)
-		device = st->gpu_batches > 0 ? "gpu" : "cpu";
-	else
-		device = (eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL)) ?
-			"gpu" : "cpu";
-	ExplainPropertyText("Device", device, es);
 	if (meta.layout == EYTZ_LAYOUT_EKS)
 		snprintf(buf, sizeof(buf), "eks (fanout %u)", meta.fanout);
 	else
 		snprintf(buf, sizeof(buf), "ebs");
 	ExplainPropertyText("Layout", buf, es);
-	if (es->analyze && st->started)
+	if (!es->analyze || !st->started)
+		return;
+
+	ls = eytz_lookup_stats(st->lookup);
+	ExplainPropertyText("Device", ls->device, es);
+	if (ls->cpu_reason)
+		ExplainPropertyText("CPU Reason", ls->cpu_reason, es);
+	ExplainPropertyUInteger("Batches", NULL, st->nbatches, es);
+	ExplainPropertyUInteger("Chunks", NULL, st->nchunks, es);
+	ExplainPropertyUInteger("Lookups", NULL, ls->lookups, es);
+	ExplainPropertyUInteger("Matches", NULL, ls->matches, es);
+	ExplainPropertyUInteger("Heap Fetches", NULL, st->nfetches, es);
+	ExplainPropertyUInteger("Heap Blocks", NULL, eytz_heap_pages(st->hf), es);
+	if (!es->timing)
+		return;
+	explain_ms("Outer Time", st->stage_time[STAGE_FILL], es);
+	explain_ms("Lookup Time", st->stage_time[STAGE_LOOKUP], es);
+	ExplainPropertyFloat("Lookup Acquire Time", "ms", ls->acquire_ms, 3, es);
+	ExplainPropertyFloat("Lookup Search Time", "ms", ls->search_ms, 3, es);
+	if (ls->gpu_batches > 0)
 	{
-		ExplainPropertyUInteger("Batches", NULL, st->nbatches, es);
-		ExplainPropertyUInteger("Lookups", NULL, st->nlookups, es);
-		ExplainPropertyUInteger("Matches", NULL, st->nmatches, es);
-		ExplainPropertyUInteger("Heap Fetches", NULL, st->nfetches, es);
-		if (es->timing)
-		{
-			ExplainPropertyFloat("Lookup Time", "ms", st->lookup_ms, 3, es);
-			if (st->gpu_batches > 0)
-				ExplainPropertyFloat("GPU Kernel Time", "ms", st->kernel_ms, 3, es);
-			ExplainPropertyFloat("Heap Fetch Time", "ms", st->fetch_ms, 3, es);
-		}
-		if (st->fallback_why && es->verbose)
-			ExplainPropertyText("CPU Fallback", st->fallback_why, es);
+		ExplainPropertyFloat("GPU Transfer Time", "ms", ls->transfer_ms, 3, es);
+		ExplainPropertyFloat("GPU Kernel Time", "ms", ls->kernel_ms, 3, es);
 	}
+	ExplainPropertyFloat("Match Sort Time", "ms", ls->sort_ms, 3, es);
+	explain_ms("Heap Fetch Time", st->stage_time[STAGE_FETCH], es);
+	explain_ms("Qual Time", st->stage_time[STAGE_QUAL], es);
+	explain_ms("Own Time", st->stage_time[STAGE_OWN], es);
 }

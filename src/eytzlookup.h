@@ -11,19 +11,28 @@
  * bounded whatever the duplicates.  Which device answers, the fallback from
  * the GPU to the CPU and its message, and the cost of a cold start live
  * here; the executor knows none of them.
+ *
+ * Implementation notes (eytzlookup.c):
+ *	- the view is chosen by cost: the pages when the expected keys (and,
+ *	  from batch to batch, the keys seen so far) do not pay for loading the
+ *	  image or uploading to the GPU; the planner gets the same costs from
+ *	  eytz_lookup_plan_cost.  A pages view may become an image/GPU view, or
+ *	  move to a newer generation, between batches (never within one).
+ *	- a batch's memory is 32 bytes per query (the query order and its sort
+ *	  scratch) plus 32 bytes per match of max (the chunk and its sort
+ *	  scratch), whatever the duplicates: a query with more matches than max
+ *	  is walked level by level with a cursor over several chunks.  A view
+ *	  holds the pending list (and pins the cached image or GPU copy).
+ *	- each chunk is sorted by (tid, row) on its own; chunks of one batch are
+ *	  not ordered with respect to each other.
+ *	- rows[] should be distinct (one query per batch row): "each (tid, row)
+ *	  at most once" is then guaranteed across chunks too.
  */
 #ifndef EYTZLOOKUP_H
 #define EYTZLOOKUP_H
 
 #include "eytzgpu.h"
-
-/* One match: a packed TID (eytz_tid_pack) and the batch row that asked */
-typedef struct EytzMatch
-{
-	uint64		tid;
-	uint32		row;
-	uint32		unused;
-} EytzMatch;
+#include "eytzmatch.h"			/* EytzMatch */
 
 /* What a view did so far (EXPLAIN ANALYZE) */
 typedef struct EytzLookupStats
@@ -73,6 +82,10 @@ extern uint32 eytz_lookup_next(EytzLookup *lk, uint32 max,
 
 extern const EytzLookupStats *eytz_lookup_stats(const EytzLookup *lk);
 
+/*
+ * Unpin the view and free the batch buffers; lk is not used afterwards.  A
+ * query that fails unpins through cxt's reset callback instead.
+ */
 extern void eytz_lookup_end(EytzLookup *lk);
 
 /*
@@ -82,5 +95,28 @@ extern void eytz_lookup_end(EytzLookup *lk);
  */
 extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys,
 								  Cost *startup_cost, Cost *per_key_cost);
+
+/*
+ * Within the seam (eytzlookupcost.c): the view that nkeys keys call for,
+ * given what is resident, with its startup (load) cost and per-key cost.
+ */
+typedef enum EytzViewKind
+{
+	EYTZ_VIEW_PAGES,			/* the index pages, through shared buffers */
+	EYTZ_VIEW_IMAGE,			/* the CPU image */
+	EYTZ_VIEW_GPU				/* the GPU copy */
+} EytzViewKind;
+
+extern EytzViewKind eytz_view_cost(const EytzMetaPageData *meta,
+								   bool image_resident, bool gpu_ok,
+								   bool gpu_resident, double nkeys,
+								   Cost *startup, Cost *per_key);
+
+/*
+ * _PG_init's call: defines eytzgpu.device, eytzgpu.gpu_memory_limit and
+ * eytzgpu.image_cache_limit, and drops an index's image and GPU copy on
+ * its relcache invalidations.
+ */
+extern void eytz_lookup_init(void);
 
 #endif							/* EYTZLOOKUP_H */

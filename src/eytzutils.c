@@ -1,6 +1,6 @@
 /*
  * eytzutils.c
- *		The eytzgpu access method handler, reloptions, GUCs and page initialisation.
+ *		Page and layout helpers of the eytzgpu access method.
  */
 #include "postgres.h"
 
@@ -14,78 +14,6 @@
 #include "utils/rel.h"
 
 #include "eytzgpu.h"
-#include "eytzjoin.h"
-
-PG_MODULE_MAGIC;
-
-PG_FUNCTION_INFO_V1(eytzgpu_handler);
-
-static relopt_kind eytz_relopt_kind;
-
-static relopt_enum_elt_def eytz_layout_values[] = {
-	{"auto", EYTZ_LAYOUT_AUTO},
-	{"ebs", EYTZ_LAYOUT_EBS},
-	{"eks", EYTZ_LAYOUT_EKS},
-	{(const char *) NULL}
-};
-
-static void
-eytz_validate_fanout(const char *value)
-{
-	int			k;
-
-	if (value == NULL)
-		return;
-	k = atoi(value);
-	if (!eytz_fanout_valid((uint32) k) || k < 3)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for eytzgpu option \"fanout\": %s", value),
-				 errdetail("The fan-out of an EKS layout must be 2^p + 1: 3, 5, 9, 17 or 33.")));
-}
-
-void
-_PG_init(void)
-{
-	eytz_relopt_kind = add_reloption_kind();
-	add_enum_reloption(eytz_relopt_kind, "layout",
-					   "Eytzinger layout: ebs (binary), eks (k-ary) or auto",
-					   eytz_layout_values, EYTZ_LAYOUT_AUTO,
-					   "Valid values are \"auto\", \"ebs\" and \"eks\".",
-					   AccessExclusiveLock);
-	add_int_reloption(eytz_relopt_kind, "fanout",
-					  "Fan-out k of the EKS layout (2^p + 1)",
-					  EYTZ_DEFAULT_FANOUT, 3, EYTZ_MAX_FANOUT,
-					  AccessExclusiveLock);
-	add_int_reloption(eytz_relopt_kind, "pending_limit",
-					  "Pending entries that trigger a merge into the layout",
-					  EYTZ_DEFAULT_PENDING_LIMIT, 16, 64 * 1024 * 1024,
-					  AccessExclusiveLock);
-	eytz_join_init();
-}
-
-bytea *
-eytz_options(Datum reloptions, bool validate)
-{
-	static const relopt_parse_elt tab[] = {
-		{"layout", RELOPT_TYPE_ENUM, offsetof(EytzOptions, layout)},
-		{"fanout", RELOPT_TYPE_INT, offsetof(EytzOptions, fanout)},
-		{"pending_limit", RELOPT_TYPE_INT, offsetof(EytzOptions, pending_limit)},
-	};
-	bytea	   *result;
-
-	result = (bytea *) build_reloptions(reloptions, validate, eytz_relopt_kind,
-										sizeof(EytzOptions), tab, lengthof(tab));
-	if (validate && result)
-	{
-		EytzOptions *opts = (EytzOptions *) result;
-		char		buf[16];
-
-		snprintf(buf, sizeof(buf), "%d", opts->fanout);
-		eytz_validate_fanout(buf);
-	}
-	return result;
-}
 
 /*
  * Layout, fan-out and pending limit of an index about to hold n entries:
@@ -174,55 +102,4 @@ eytz_buildphasename(int64 phasenum)
 		default:
 			return NULL;
 	}
-}
-
-Datum
-eytzgpu_handler(PG_FUNCTION_ARGS)
-{
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
-
-	amroutine->amstrategies = BTMaxStrategyNumber;
-	amroutine->amsupport = 1;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = false;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = false;
-	amroutine->amsearcharray = true;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = true;
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
-	amroutine->amkeytype = InvalidOid;
-
-	amroutine->ambuild = eytz_build;
-	amroutine->ambuildempty = eytz_buildempty;
-	amroutine->aminsert = eytz_insert;
-	amroutine->ambulkdelete = eytz_bulkdelete;
-	amroutine->amvacuumcleanup = eytz_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
-	amroutine->amcostestimate = eytz_costestimate;
-	amroutine->amoptions = eytz_options;
-	amroutine->amproperty = NULL;
-	amroutine->ambuildphasename = eytz_buildphasename;
-	amroutine->amvalidate = eytz_validate;
-	amroutine->amadjustmembers = NULL;
-	amroutine->ambeginscan = eytz_beginscan;
-	amroutine->amrescan = eytz_rescan;
-	amroutine->amgettuple = eytz_gettuple;
-	amroutine->amgetbitmap = eytz_getbitmap;
-	amroutine->amendscan = eytz_endscan;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
-
-	PG_RETURN_POINTER(amroutine);
 }

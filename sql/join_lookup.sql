@@ -1,0 +1,117 @@
+-- join_lookup: the lookup seam's views of an index (its pages through the
+-- buffer manager, the CPU image) and matches returned in chunks, each
+-- compared with PostgreSQL's own join (eytzgpu.enable_join off) on random
+-- data with NULLs, duplicates, extremes, misses and a pending list.
+\set ECHO none
+\i sql/join_harness.inc
+\set ECHO all
+
+-- jl_device(q): the view that answered q (EXPLAIN ANALYZE's Device line)
+CREATE FUNCTION jl_device(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	d text := 'no eytzgpu join';
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF r."QUERY PLAN" ~ '^\s*Device: ' THEN
+			d := substring(r."QUERY PLAN" from 'Device: (.*)$');
+		END IF;
+	END LOOP;
+	RETURN d;
+END $$;
+
+SELECT setseed(0.4242);
+CREATE TABLE jl_inner (k int4, v int4);
+INSERT INTO jl_inner
+SELECT CASE WHEN r < 0.04 THEN NULL
+			WHEN r < 0.06 THEN (ARRAY[-2147483648, 2147483647, 0, -1])[1 + (g % 4)]
+			WHEN r < 0.36 THEN (random() * 50)::int4
+			ELSE (random() * 20000)::int4 END, g
+FROM (SELECT g, random() AS r FROM generate_series(1, 20000) g) s;
+-- one key with more matches than a chunk holds at a small work_mem
+INSERT INTO jl_inner SELECT 7, g FROM generate_series(1, 30000) g;
+CREATE INDEX jl_inner_k ON jl_inner USING eytzgpu (k);
+-- entries after the build go to the pending list (tombstones too: deleted rows)
+INSERT INTO jl_inner SELECT (random() * 20000)::int4, -g FROM generate_series(1, 500) g;
+INSERT INTO jl_inner SELECT 7, -g FROM generate_series(1, 100) g;
+INSERT INTO jl_inner VALUES (2147483647, -1000), (-2147483648, -1001), (NULL, -1002);
+DELETE FROM jl_inner WHERE v % 97 = 0;
+ANALYZE jl_inner;
+
+CREATE TABLE jl_outer (k int4, x int);
+INSERT INTO jl_outer
+SELECT CASE WHEN r < 0.05 THEN NULL
+			WHEN r < 0.08 THEN (ARRAY[-2147483648, 2147483647])[1 + (g % 2)]
+			ELSE (random() * 21000)::int4 END, g
+FROM (SELECT g, random() AS r FROM generate_series(1, 3000) g) s;
+INSERT INTO jl_outer VALUES (7, -1), (7, -2), (7, -3), (NULL, -4), (50, -5), (-1, -6);
+ANALYZE jl_outer;
+
+-- an outer side the planner believes to have 2 rows
+CREATE FUNCTION jl_outer_all() RETURNS SETOF jl_outer LANGUAGE plpgsql ROWS 2 AS $$
+BEGIN
+	RETURN QUERY SELECT * FROM jl_outer;
+END $$;
+
+SET eytzgpu.device = cpu;
+-- the planner prefers other joins for the few rows of most tests here
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+
+-- pages view: a few outer rows, no image resident (nor allowed to stay)
+SET eytzgpu.image_cache_limit = 0;
+SELECT jl_device('SELECT * FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x < 20) o LEFT JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x < 20) o JOIN jl_inner i ON i.k BETWEEN o.k::int8 - 2 AND o.k::int8 + 2');
+SELECT join_check('SELECT o.x FROM (SELECT * FROM jl_outer WHERE x < 20) o WHERE NOT EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
+-- more keys than the planner said: the view moves to the image between batches
+SELECT jl_device('SELECT * FROM jl_outer_all() o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer_all() o JOIN jl_inner i ON i.k = o.k');
+
+-- image view: the whole outer side
+SELECT jl_device('SELECT * FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v, i.k FROM jl_outer o LEFT JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k >= o.k AND i.k < o.k::int8 + 3');
+SELECT join_check('SELECT o.x FROM jl_outer o WHERE EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x FROM jl_outer o WHERE NOT EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
+
+-- chunked matches: at 64kB of work_mem a chunk holds at most 2048 matches, key 7
+-- has 30,000 in the layout and 100 pending, asked by several rows
+SET work_mem = '64kB';
+SELECT jl_device('SELECT * FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k BETWEEN o.k::int8 - 10 AND o.k::int8 + 10');
+SELECT jl_device('SELECT * FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k BETWEEN o.k AND o.k::int8 + 40');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o LEFT JOIN jl_inner i ON i.k = o.k AND i.v % 3 = 0');
+-- a LIMIT stops early through a key with many matches
+SELECT count(*) FROM (SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x = -1) o JOIN jl_inner i ON i.k = o.k LIMIT 10) s;
+RESET work_mem;
+
+-- a cached image: later scans of the same generation use it
+RESET eytzgpu.image_cache_limit;
+SELECT count(*) FROM jl_outer o JOIN jl_inner i ON i.k = o.k;
+SELECT jl_device('SELECT * FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+-- after a merge (a new generation) the small join reads the pages again
+SELECT eytzgpu_merge('jl_inner_k') > 1 AS merged;
+SELECT jl_device('SELECT * FROM (SELECT * FROM jl_outer WHERE x < 4) o JOIN jl_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+
+-- whatever device the machine has (the GPU where there is one)
+RESET eytzgpu.device;
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+SET work_mem = '64kB';
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k BETWEEN o.k AND o.k::int8 + 40');
+RESET work_mem;
+
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+DROP FUNCTION jl_outer_all();
+DROP FUNCTION jl_device(text);
+DROP TABLE jl_inner, jl_outer;

@@ -1,0 +1,95 @@
+/*
+ * eytzdevice.h
+ *		The GPU glue of eytzgpu (eytzdevice.c): the only C file that calls the
+ *		GPU API of cuda/eytzgpu_cuda.h.
+ *
+ * Two kinds of callers: CREATE INDEX (eytz_device_build) and the lookup
+ * seam (eytzlookup.c), which makes a generation of an index resident from
+ * the layout arrays it passes (eytz_device_upload) and looks batches up in
+ * it (eytz_device_lookup).  This file calls neither of them back: it knows
+ * no image, no pending list and no executor.
+ */
+#ifndef EYTZDEVICE_H
+#define EYTZDEVICE_H
+
+#include "eytzgpu.h"
+#include "eytzmatch.h"
+
+/* eytzgpu.device */
+#define EYTZ_DEVICE_AUTO	0
+#define EYTZ_DEVICE_GPU		1
+#define EYTZ_DEVICE_CPU		2
+
+/* GUCs: eytzgpu.device, eytzgpu.gpu_memory_limit (MB) */
+extern int	eytz_device_mode;
+extern int	eytz_gpu_memory_limit_mb;
+
+typedef struct EytzGpuEntry EytzGpuEntry;
+
+/* Defines the GUCs above */
+extern void eytz_device_init(void);
+
+/*
+ * Can the GPU be used?  false with *why (if why is not NULL) saying why not,
+ * e.g. "no NVIDIA driver is loaded".  The GPU is probed once per backend.
+ */
+extern bool eytz_device_available(char **why);
+
+/*
+ * Say once per backend that eytzgpu.device = 'gpu' cannot be honoured (a
+ * WARNING); at 'auto' nothing above DEBUG1 is said.
+ */
+extern void eytz_device_report_unavailable(const char *why);
+
+/* Is this generation of index resident (no pin taken)? */
+extern bool eytz_device_resident(Relation index, uint64 generation);
+
+/* The resident copy of this generation of index, pinned; NULL if none */
+extern EytzGpuEntry *eytz_device_pin(Relation index, uint64 generation);
+
+/*
+ * GPU memory an upload of the layout meta describes would take, and
+ * whether the cache can make room for it under eytzgpu.gpu_memory_limit
+ * (false with *why).
+ */
+extern bool eytz_device_room(Relation index, const EytzMetaPageData *meta,
+							 char **why);
+
+/*
+ * Upload the layout meta describes (keys of meta->key_width bytes and packed
+ * TIDs, nentries each, in Eytzinger order) as that generation of index and
+ * pin it.  NULL with *why when it fails or does not fit.
+ */
+extern EytzGpuEntry *eytz_device_upload(Relation index,
+										const EytzMetaPageData *meta,
+										const void *keys, const uint64 *tids,
+										char **why);
+
+extern void eytz_device_release(EytzGpuEntry *entry);
+
+/*
+ * Look up queries first..nq-1 of a batch (closed ranges [lo[i], hi[i]] of
+ * encoded keys, asked by rows[i]) and return the matches of the longest
+ * prefix of them that fits in max: out[0..*nout) sorted by (tid, row),
+ * tombstones dropped, and *nq_done the queries answered (0 when the first
+ * one alone has more than max matches: the caller walks it elsewhere).
+ * tmp is scratch of max entries.  batch_id (unique per batch in the
+ * backend) lets a batch answered in several calls go to the GPU once.  false
+ * with *why on failure (nothing returned).
+ */
+extern bool eytz_device_lookup_join(EytzGpuEntry *entry, uint64 batch_id,
+							   const uint64 *lo, const uint64 *hi,
+								   const uint32 *rows, uint32 nq, uint32 first,
+							   uint32 max, EytzMatch *out, EytzMatch *tmp,
+							   uint32 *nout, uint32 *nq_done,
+							   double *kernel_ms, double *transfer_ms,
+							   char **why);
+
+/* Drop the resident copies of an index (InvalidOid: of every index) */
+extern void eytz_device_invalidate(Oid indexoid);
+
+/* CREATE INDEX on the GPU (see eytzdevice.c) */
+extern bool eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
+							  Relation index, uint64 generation);
+
+#endif							/* EYTZDEVICE_H */

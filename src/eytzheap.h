@@ -1,0 +1,36 @@
+/*
+ * eytzheap.h
+ *		Heap fetch of the batched join (eytzheap.c): the inner tuples of a
+ *		chunk of matches sorted by TID, a heap block at a time.
+ */
+#ifndef EYTZHEAP_H
+#define EYTZHEAP_H
+
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
+
+typedef struct EytzHeapFetch EytzHeapFetch;
+
+extern EytzHeapFetch *eytz_heap_begin(Relation rel, Snapshot snapshot,
+									  MemoryContext cxt);
+
+/*
+ * Resolving a block: eytz_heap_block_begin(blk), eytz_heap_resolve() for
+ * each of the block's TIDs, eytz_heap_block_end(); then eytz_heap_fetch()
+ * stores the visible tuple of any of those TIDs in the slot, until the next
+ * block begins.
+ */
+extern void eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk);
+extern void eytz_heap_resolve(EytzHeapFetch *hf, OffsetNumber off);
+extern void eytz_heap_block_end(EytzHeapFetch *hf);
+extern bool eytz_heap_fetch(EytzHeapFetch *hf, ItemPointer tid);
+
+extern TupleTableSlot *eytz_heap_slot(EytzHeapFetch *hf);
+extern uint64 eytz_heap_pages(const EytzHeapFetch *hf);
+extern void eytz_heap_reset(EytzHeapFetch *hf);
+extern void eytz_heap_end(EytzHeapFetch *hf);
+
+#endif							/* EYTZHEAP_H */

@@ -1,0 +1,361 @@
+/*
+ * eytzimage.c
+ *		The CPU side of the lookup seam: an in-memory image of an index's
+ *		layout (loaded from the pages under the generation protocol and cached
+ *		per backend) and the batched search over it.
+ *
+ * The batched search answers many key ranges at once at memory speed: the
+ * queries come sorted by their low key (neighbouring searches share their
+ * upper path) and are walked EYTZ_GROUP at a time, one level at a time for
+ * every member of the group, each member's next node prefetched while the
+ * others are searched (group prefetching): the cache misses of a group
+ * overlap instead of forming one chain per key.  Each level is the per-level
+ * range scan of the paper (as in eytzsearch.c) on flat arrays.  Matches are
+ * first recorded as layout positions and resolved to TIDs in a second pass
+ * that prefetches ahead, so the TID array's misses overlap too.
+ *
+ * The image holds no buffer pin, so a TID it returns may have been vacuumed
+ * since; the executor rechecks the key on the fetched heap tuple.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "eytzimage.h"
+
+/*
+ * Searches in flight together: enough independent misses to cover DRAM
+ * latency (about 100 ns against a few ns of work per node), few enough that
+ * a group's nodes stay in L1.  At 20M keys on the 2-core development VM,
+ * 16, 32 and 64 measured alike (within its noise); 32 leaves headroom for
+ * the longer memory latencies of larger machines.
+ */
+#define EYTZ_GROUP 32
+/* how far ahead the TID resolution prefetches */
+#define EYTZ_RESOLVE_AHEAD 16
+
+int			eytz_image_cache_limit_mb = 1024;
+
+void
+eytz_image_init(void)
+{
+	DefineCustomIntVariable("eytzgpu.image_cache_limit",
+							"Memory a backend may keep for in-memory copies of eytzgpu index layouts.",
+							"0 keeps none: each join that needs an image loads its own.",
+							&eytz_image_cache_limit_mb, 1024, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+}
+
+static MemoryContext image_cxt = NULL;
+
+static void
+image_free(EytzCacheEntry *entry)
+{
+	MemoryContextDelete(((EytzImage *) entry)->cxt);
+}
+
+static EytzCache image_cache = {NULL, 0, 0, image_free};
+
+/* Drop the cached images of an index (InvalidOid: of every index) */
+void
+eytz_image_invalidate(Oid indexoid)
+{
+	eytz_cache_drop(&image_cache, indexoid, NULL);
+}
+
+bool
+eytz_image_resident(Relation index, uint64 generation)
+{
+	return eytz_cache_find(&image_cache, index, generation);
+}
+
+/*
+ * Copy npages pages of type "type" from start on into dst: keys as they
+ * are (width bytes each), TIDs packed; false if a page is not of that type.
+ */
+static bool
+load_run(Relation index, BlockNumber start, uint32 npages, uint16 type,
+		 uint64 per_page, uint64 n, int width, char *dst,
+		 BufferAccessStrategy strategy)
+{
+	uint64		pos = 0;
+	uint32		p;
+	bool		ok = true;
+
+	for (p = 0; p < npages && ok; p++)
+	{
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, start + p,
+											 RBM_NORMAL, strategy);
+		Page		page;
+		uint64		cnt = Min(per_page, n - pos);
+		uint64		i;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != type)
+			ok = false;
+		else if (type == EYTZ_PAGE_KEYS)
+			memcpy(dst + pos * width, PageGetContents(page), cnt * width);
+		else
+			for (i = 0; i < cnt; i++)
+				((uint64 *) dst)[pos + i] =
+					eytz_tid_pack(&((ItemPointerData *) PageGetContents(page))[i]);
+		UnlockReleaseBuffer(buf);
+		pos += cnt;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return ok;
+}
+
+/*
+ * Load the layout that meta describes; NULL if a page is not what the meta
+ * says (a merge switched the region meanwhile: the caller retries).
+ *
+ * The image is read into a context of its own under the caller's, so that
+ * an error or a cancel during the load frees it with the query; only a
+ * complete image moves under the long-lived image context.
+ */
+static EytzImage *
+image_load(Relation index, const EytzMetaPageData *meta)
+{
+	MemoryContext cxt;
+	EytzImage  *image;
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	bool		ok;
+
+	if (image_cxt == NULL)
+		image_cxt = AllocSetContextCreate(TopMemoryContext,
+										  "eytzgpu layout images",
+										  ALLOCSET_SMALL_SIZES);
+	cxt = AllocSetContextCreate(CurrentMemoryContext,
+								"eytzgpu layout image",
+								ALLOCSET_SMALL_SIZES);
+	image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
+	image->cxt = cxt;
+	image->img.meta = *meta;
+	if (meta->nentries > 0)
+	{
+		image->img.keys = eytz_alloc_large(cxt, meta->nentries * meta->key_width);
+		image->img.tids = eytz_alloc_large(cxt, meta->nentries * sizeof(uint64));
+	}
+	ok = load_run(index, meta->keys_start, meta->nkeypages, EYTZ_PAGE_KEYS,
+				  meta->keys_per_page, meta->nentries, meta->key_width,
+				  image->img.keys, strategy) &&
+		load_run(index, meta->tids_start, meta->ntidpages, EYTZ_PAGE_TIDS,
+				 EYTZ_TIDS_PER_PAGE, meta->nentries, sizeof(uint64),
+				 (char *) image->img.tids, strategy);
+	FreeAccessStrategy(strategy);
+	if (!ok)
+	{
+		MemoryContextDelete(cxt);
+		return NULL;
+	}
+	MemoryContextSetParent(cxt, image_cxt);
+	return image;
+}
+
+EytzImage *
+eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
+{
+	EytzImage  *image;
+	EytzMetaPageData after;
+
+	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
+	if (image)
+		return image;
+	image = image_load(index, meta);
+	if (image == NULL)
+		return NULL;
+	eytz_read_meta(index, &after);
+	if (after.generation != meta->generation)
+	{
+		image_free(&image->ce);
+		return NULL;
+	}
+	/* uncached when it does not fit: freed at its release */
+	(void) eytz_cache_add(&image_cache, &image->ce, index, meta->generation,
+						  meta->nentries * (meta->key_width + sizeof(uint64)), 1,
+						  (Size) eytz_image_cache_limit_mb * 1024 * 1024);
+	return image;
+}
+
+void
+eytz_image_release(EytzImage *image)
+{
+	eytz_cache_release(&image_cache, &image->ce);
+}
+
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const EytzPendingEntry *x = a;
+	const EytzPendingEntry *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return ItemPointerCompare((ItemPointer) &x->tid, (ItemPointer) &y->tid);
+}
+
+void
+eytz_sort_pending(EytzPendingEntry *entries, uint64 n)
+{
+	if (n > 1)
+		qsort(entries, n, sizeof(EytzPendingEntry), pending_cmp);
+}
+
+/*
+ * Replace the layout positions in m[from..n) by their TIDs, dropping
+ * tombstones; returns the new n.
+ */
+static uint32
+resolve_tids(const uint64 *tids, EytzMatch *m, uint32 from, uint32 n)
+{
+	uint32		i,
+				out = from;
+
+	for (i = from; i < n; i++)
+	{
+		uint64		t;
+
+		if (i + EYTZ_RESOLVE_AHEAD < n)
+			__builtin_prefetch(&tids[m[i + EYTZ_RESOLVE_AHEAD].tid]);
+		t = tids[m[i].tid];
+		if (eytz_tid_block(t) != InvalidBlockNumber)
+		{
+			m[out].tid = t;
+			m[out].row = m[i].row;
+			out++;
+		}
+	}
+	return out;
+}
+
+/*
+ * The group-prefetching per-level range scan of one group of g queries,
+ * for one key width: appends (layout position, row) to out[*n..] and
+ * returns false, with *n unchanged, if more than room matches came.
+ */
+#define DEFINE_GROUP_SEARCH(NAME, KT) \
+static bool \
+NAME(const EytzLayoutImage *img, const uint64 *level_end, const uint64 *qlo, \
+	 const uint64 *qhi, const uint32 *qrow, uint32 g, uint32 room, \
+	 EytzMatch *out, uint32 *n) \
+{ \
+	const KT   *keys = (const KT *) img->keys; \
+	uint32		k = img->meta.fanout; \
+	uint64		nent = img->meta.nentries; \
+	uint32		levels = img->meta.levels; \
+	uint64		node[EYTZ_GROUP]; \
+	uint32		cnt = *n; \
+	uint32		limit = *n + room; \
+	uint32		l, \
+				i; \
+\
+	for (i = 0; i < g; i++) \
+		node[i] = 0; \
+	for (l = 0; l < levels; l++) \
+	{ \
+		uint64		end = level_end[l]; \
+\
+		for (i = 0; i < g; i++) \
+		{ \
+			uint64		s = node[i]; \
+			uint64		lo = qlo[i]; \
+			uint64		hi = qhi[i]; \
+			uint32		j = 0; \
+			uint64		pos; \
+\
+			if (s >= end) \
+				continue; \
+			if (s + k - 1 <= end) \
+			{ \
+				/* a whole node: count its keys below lo, without branches */ \
+				const KT   *nk = &keys[s]; \
+				uint32		c; \
+\
+				for (c = 0; c < k - 1; c++) \
+					j += nk[c] < lo; \
+			} \
+			else \
+				while (s + j < end && keys[s + j] < lo) \
+					j++; \
+			for (pos = s + j; pos < end && keys[pos] <= hi; pos++) \
+			{ \
+				if (cnt == limit) \
+					return false; \
+				out[cnt].tid = pos; \
+				out[cnt].row = qrow[i]; \
+				cnt++; \
+			} \
+			s = eytz_child(s, j, k); \
+			node[i] = s; \
+			if (s < nent) \
+				__builtin_prefetch(&keys[s]); \
+		} \
+	} \
+	*n = cnt; \
+	return true; \
+}
+
+DEFINE_GROUP_SEARCH(group_search_4, uint32)
+DEFINE_GROUP_SEARCH(group_search_8, uint64)
+
+uint32
+eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
+				  uint32 start, uint32 nq, const uint64 *hi, uint32 max,
+				  EytzMatch *out, uint32 *nout)
+{
+	uint64		level_end[64];
+	uint32		n = *nout;
+	uint32		first = n;
+	uint32		pos = start;
+	uint32		group = EYTZ_GROUP;
+	uint32		l;
+
+	if (img->meta.levels > 64)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("eytzgpu layout has %u levels", img->meta.levels)));
+	for (l = 0; l < img->meta.levels; l++)
+		level_end[l] = eytz_level_end(l, img->meta.fanout, img->meta.nentries);
+
+	while (pos < nq)
+	{
+		uint64		qlo[EYTZ_GROUP],
+					qhi[EYTZ_GROUP];
+		uint32		qrow[EYTZ_GROUP];
+		uint32		g = Min(group, nq - pos);
+		uint32		i;
+		bool		fit = true;
+
+		for (i = 0; i < g; i++)
+		{
+			const EytzMatch *o = &order[pos + i];
+
+			qlo[i] = o->tid;
+			qhi[i] = hi ? hi[o->row] : o->tid;
+			qrow[i] = o->unused;
+		}
+		if (img->meta.nentries > 0)
+			fit = img->meta.key_width == 4 ?
+				group_search_4(img, level_end, qlo, qhi, qrow, g, max - n, out, &n) :
+				group_search_8(img, level_end, qlo, qhi, qrow, g, max - n, out, &n);
+		if (!fit)
+		{
+			/* a chunk with matches ends here; an empty one goes query by query */
+			if (n > first || g == 1)
+				break;
+			group = 1;
+			continue;
+		}
+		pos += g;
+		if ((pos & 0x3FFF) < g)
+			CHECK_FOR_INTERRUPTS();
+	}
+	*nout = resolve_tids(img->tids, out, first, n);
+	return pos - start;
+}

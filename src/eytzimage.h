@@ -1,0 +1,56 @@
+/*
+ * eytzimage.h
+ *		The CPU side of the lookup seam (eytzimage.c): per-backend cached
+ *		in-memory images of an index's layout and the batched search over
+ *		them.
+ */
+#ifndef EYTZIMAGE_H
+#define EYTZIMAGE_H
+
+#include "eytzgpu.h"
+#include "eytzcache.h"
+#include "eytzmatch.h"
+
+/* GUC: eytzgpu.image_cache_limit (MB) */
+extern int	eytz_image_cache_limit_mb;
+
+/* Defines the GUC above */
+extern void eytz_image_init(void);
+
+/* A cached, read-only copy of one generation of an index's layout */
+typedef struct EytzImage
+{
+	EytzCacheEntry ce;			/* first: the cache links images by it */
+	MemoryContext cxt;			/* holds the arrays (and this struct) */
+	EytzLayoutImage img;
+} EytzImage;
+
+/* Is this generation of index's image cached (no pin taken)? */
+extern bool eytz_image_resident(Relation index, uint64 generation);
+
+/*
+ * A pinned image of the layout generation meta describes, from the cache or
+ * loaded now; NULL if the index changed under the load (the caller rereads
+ * the metapage).  A load cancelled by an error frees what it had read.
+ */
+extern EytzImage *eytz_image_acquire(Relation index, const EytzMetaPageData *meta);
+extern void eytz_image_release(EytzImage *image);
+extern void eytz_image_invalidate(Oid indexoid);
+
+/* Pending entries sorted by (key, TID) */
+extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
+
+/*
+ * Batched search of the image: the queries order[start..nq) are answered
+ * in that order, whole queries only, while their matches fit in
+ * out[0..max).  A query is (tid: its low key, row: its index into hi,
+ * unused: the batch row it answers); hi NULL means every query is a point.
+ * Live matches (packed TID, batch row) are appended to out from *nout on.
+ * Returns the number of queries answered (0 when query order[start] alone
+ * does not fit).  Not sorted by TID.
+ */
+extern uint32 eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
+								uint32 start, uint32 nq, const uint64 *hi,
+								uint32 max, EytzMatch *out, uint32 *nout);
+
+#endif							/* EYTZIMAGE_H */

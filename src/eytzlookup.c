@@ -1,0 +1,847 @@
+/*
+ * eytzlookup.c
+ *		The lookup seam of the batched join (interface: eytzlookup.h): a view
+ *		of one generation of an index, and batches looked up in it, their
+ *		matches returned sorted by (TID, row) in chunks of bounded size.
+ *
+ * A view is one of
+ *	- the index pages through the buffer manager (EYTZ_VIEW_PAGES): nothing is
+ *	  loaded, each key costs a few buffer accesses per level, as an index
+ *	  scan does: right for the few keys of a cold start;
+ *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per
+ *	  generation and cached per backend, searched at memory speed;
+ *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image;
+ * plus the pending list read under the same generation.  The view is
+ * chosen by cost (eytz_view_cost): a load is paid for only when the keys the
+ * planner expects, or the keys seen so far, make it cheaper than searching
+ * the pages; the planner asks the same question (eytz_lookup_plan_cost).
+ * The costs are in eytzlookupcost.c.
+ *
+ * A batch is answered in two phases, each resumable at any match so that a
+ * chunk never exceeds what the caller asks for: first the layout (whole
+ * queries while their matches fit; a query with more matches than a chunk
+ * holds is walked alone, level by level, with a cursor: the per-level range
+ * scan needs no more state than a level, a node and a position), then the
+ * pending list (per query a run of the key-sorted entries).  A layout match
+ * whose TID is also a pending entry's is dropped: a cached copy taken
+ * before VACUUM tombstoned an entry still holds the old key of a TID that
+ * an insert has reused since, and that TID is answered by its pending entry.
+ *
+ * Memory of a view: the pending list; of a batch: O(nq) for the query order
+ * and O(max) for the chunk and its sort scratch, whatever the duplicates.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "eytzdevice.h"
+#include "eytzimage.h"
+#include "eytzlookup.h"
+
+typedef enum BatchPhase
+{
+	PHASE_LAYOUT,
+	PHASE_PENDING,
+	PHASE_DONE
+} BatchPhase;
+
+/* One pinned, share-locked index page (pages view) */
+typedef struct PageReader
+{
+	Buffer		buf;
+	BlockNumber blkno;
+	char	   *contents;
+} PageReader;
+
+/* A query walked alone, level by level, over several chunks */
+typedef struct Walk
+{
+	bool		active;
+	uint32		q;				/* query index */
+	uint32		level;
+	uint64		node;			/* first slot of the node on the path */
+	uint32		j;				/* lower bound's place in that node */
+	uint64		pos;			/* next slot of the level's run */
+	bool		in_run;			/* j and pos are set for this level */
+} Walk;
+
+/* bits of the filter that tells most layout TIDs they are not pending */
+#define PENDING_FILTER_BITS 65536
+
+struct EytzLookup
+{
+	Relation	index;
+	MemoryContext cxt;
+	MemoryContextCallback unpin_cb;
+	double		expected_keys;
+	uint64		keys_seen;
+
+	/* the view */
+	EytzViewKind	kind;
+	bool		pinned;
+	EytzMetaPageData meta;
+	EytzImage  *image;
+	EytzGpuEntry *gpu;
+	EytzPendingEntry *pending;	/* sorted by key */
+	uint64		npending;
+	uint64	   *pending_tids;	/* sorted */
+	uint64	   *pending_filter; /* PENDING_FILTER_BITS bits of TID hashes */
+	PageReader	keypage;
+	PageReader	tidpage;
+
+	/* the batch */
+	const uint64 *lo;
+	const uint64 *hi;
+	const uint32 *rows;
+	uint32		nq;
+	uint64		batch_id;		/* unique in the backend */
+	BatchPhase	phase;
+	bool		points;			/* every query is a point: lo == hi */
+	bool		rows_in_order;	/* points, rows increasing: see
+								 * eytz_match_sort */
+	EytzMatch  *order;			/* queries by low key (CPU views) */
+	uint32		norder;
+	uint32		order_cap;		/* order has twice this: its sort scratch */
+	uint32		next;			/* next query: in order, or by index (GPU) */
+	uint32		pq;				/* pending phase: query */
+	uint64		ppos;			/* and its next entry, or PG_UINT64_MAX */
+	Walk		walk;
+
+	/* the chunk */
+	EytzMatch  *out;
+	EytzMatch  *tmp;
+	uint32		cap;
+
+	EytzLookupStats stats;
+};
+
+/* Page readers of the pages view */
+
+static void
+reader_release(PageReader *r)
+{
+	if (BufferIsValid(r->buf))
+		UnlockReleaseBuffer(r->buf);
+	r->buf = InvalidBuffer;
+	r->blkno = InvalidBlockNumber;
+}
+
+/*
+ * The contents of block blkno, which must be of page type expect.  A page
+ * of another type means the region was recycled under the view: today a
+ * merge can reuse the region of a generation two merges back (see
+ * pin_view), which a scan cannot recover from; else the index is corrupt.
+ */
+static char *
+reader_page(EytzLookup *lk, PageReader *r, BlockNumber blkno, uint16 expect)
+{
+	Page		page;
+
+	if (blkno == r->blkno)
+		return r->contents;
+	reader_release(r);
+	r->buf = ReadBuffer(lk->index, blkno);
+	LockBuffer(r->buf, BUFFER_LOCK_SHARE);
+	r->blkno = blkno;
+	page = BufferGetPage(r->buf);
+	if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != expect)
+	{
+		EytzMetaPageData now;
+
+		reader_release(r);
+		eytz_read_meta(lk->index, &now);
+		if (now.generation != lk->meta.generation)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not read eytzgpu index \"%s\": concurrent merges recycled its pages",
+							RelationGetRelationName(lk->index))));
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("eytzgpu index \"%s\" block %u is not a %s page as its metapage says",
+						RelationGetRelationName(lk->index), blkno,
+						expect == EYTZ_PAGE_KEYS ? "key" : "TID"),
+				 errhint("Run eytzgpu_verify() on it, and REINDEX it.")));
+	}
+	r->contents = PageGetContents(page);
+	return r->contents;
+}
+
+static inline uint64
+view_key(EytzLookup *lk, uint64 pos)
+{
+	const EytzMetaPageData *m = &lk->meta;
+	char	   *c;
+
+	if (lk->image)
+		return eytz_key_at(lk->image->img.keys, m->key_width, pos);
+	c = reader_page(lk, &lk->keypage, m->keys_start + pos / m->keys_per_page,
+					EYTZ_PAGE_KEYS);
+	return eytz_key_at(c, m->key_width, pos % m->keys_per_page);
+}
+
+static inline uint64
+view_tid(EytzLookup *lk, uint64 pos)
+{
+	const EytzMetaPageData *m = &lk->meta;
+	char	   *c;
+
+	if (lk->image)
+		return lk->image->img.tids[pos];
+	c = reader_page(lk, &lk->tidpage, m->tids_start + pos / EYTZ_TIDS_PER_PAGE,
+					EYTZ_PAGE_TIDS);
+	return eytz_tid_pack(&((ItemPointerData *) c)[pos % EYTZ_TIDS_PER_PAGE]);
+}
+
+/*
+ * Walk the current walk's query from its cursor: the per-level range scan,
+ * appending live matches to out[*n..max).  true when the query is done,
+ * false when out is full (the cursor stays where it stopped).  The image
+ * when the view has one, else the pages (also under a GPU view, whose
+ * generation's pages a scan may still read).
+ */
+static bool
+walk_query(EytzLookup *lk, EytzMatch *out, uint32 *n, uint32 max)
+{
+	Walk	   *w = &lk->walk;
+	const EytzMetaPageData *m = &lk->meta;
+	uint64		lo = lk->lo[w->q];
+	uint64		hi = lk->hi[w->q];
+	uint32		row = lk->rows[w->q];
+	uint32		k = m->fanout;
+
+	while (w->level < m->levels)
+	{
+		uint64		end = eytz_level_end(w->level, k, m->nentries);
+
+		if (!w->in_run)
+		{
+			uint32		j = 0;
+
+			if (w->node >= end)
+				break;
+			while (j < k - 1 && w->node + j < end && view_key(lk, w->node + j) < lo)
+				j++;
+			w->j = j;
+			w->pos = w->node + j;
+			w->in_run = true;
+		}
+		while (w->pos < end && view_key(lk, w->pos) <= hi)
+		{
+			uint64		t;
+
+			if (*n == max)
+				return false;
+			t = view_tid(lk, w->pos);
+			if (eytz_tid_block(t) != InvalidBlockNumber)
+			{
+				out[*n].tid = t;
+				out[*n].row = row;
+				(*n)++;
+			}
+			w->pos++;
+			if ((w->pos & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		w->node = eytz_child(w->node, w->j, k);
+		w->level++;
+		w->in_run = false;
+	}
+	return true;
+}
+
+static void
+walk_start(EytzLookup *lk, uint32 q)
+{
+	memset(&lk->walk, 0, sizeof(Walk));
+	lk->walk.active = true;
+	lk->walk.q = q;
+}
+
+/* The pending list's TIDs, sorted, and a filter of their hashes */
+static inline uint32
+pending_hash(uint64 tid)
+{
+	return (uint32) ((tid * UINT64CONST(0x9E3779B97F4A7C15)) >> 48);
+}
+
+static void
+index_pending_tids(EytzLookup *lk)
+{
+	uint64		i;
+
+	lk->pending_tids = MemoryContextAllocHuge(lk->cxt, sizeof(uint64) * lk->npending);
+	lk->pending_filter = MemoryContextAllocZero(lk->cxt, PENDING_FILTER_BITS / 8);
+	for (i = 0; i < lk->npending; i++)
+	{
+		uint64		t = eytz_tid_pack(&lk->pending[i].tid);
+
+		lk->pending_tids[i] = t;
+		lk->pending_filter[pending_hash(t) / 64] |= UINT64CONST(1) << (pending_hash(t) % 64);
+	}
+	/* a TID's packed form orders as the TID does */
+	if (lk->npending > 1)
+	{
+		EytzMatch  *m = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * lk->npending * 2);
+
+		for (i = 0; i < lk->npending; i++)
+		{
+			m[i].tid = lk->pending_tids[i];
+			m[i].row = (uint32) i;
+		}
+		eytz_match_sort_keys(m, (uint32) lk->npending, m + lk->npending);
+		for (i = 0; i < lk->npending; i++)
+			lk->pending_tids[i] = m[i].tid;
+		pfree(m);
+	}
+}
+
+static bool
+tid_is_pending(EytzLookup *lk, uint64 t)
+{
+	uint32		h = pending_hash(t);
+	uint64		a = 0,
+				b = lk->npending;
+
+	if (!(lk->pending_filter[h / 64] & (UINT64CONST(1) << (h % 64))))
+		return false;
+	while (a < b)
+	{
+		uint64		mid = a + (b - a) / 2;
+
+		if (lk->pending_tids[mid] < t)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < lk->npending && lk->pending_tids[a] == t;
+}
+
+/* Drop the layout matches m[from..n) whose TID a pending entry answers */
+static uint32
+drop_pending_twins(EytzLookup *lk, EytzMatch *m, uint32 from, uint32 n)
+{
+	uint32		i,
+				out = from;
+
+	if (lk->npending == 0)
+		return n;
+	for (i = from; i < n; i++)
+		if (!tid_is_pending(lk, m[i].tid))
+			m[out++] = m[i];
+	return out;
+}
+
+/* Release what the view pins (also on error: the context's reset callback) */
+static void
+view_unpin(EytzLookup *lk)
+{
+	reader_release(&lk->keypage);
+	reader_release(&lk->tidpage);
+	if (lk->gpu)
+		eytz_device_release(lk->gpu);
+	if (lk->image)
+		eytz_image_release(lk->image);
+	lk->gpu = NULL;
+	lk->image = NULL;
+	if (lk->pending)
+		pfree(lk->pending);
+	if (lk->pending_tids)
+		pfree(lk->pending_tids);
+	if (lk->pending_filter)
+		pfree(lk->pending_filter);
+	lk->pending = NULL;
+	lk->pending_tids = NULL;
+	lk->pending_filter = NULL;
+	lk->npending = 0;
+	lk->pinned = false;
+}
+
+/*
+ * On error the resource owner has already released the buffers (and
+ * LWLocks) the readers held: forget them, then unpin the rest.
+ */
+static void
+view_unpin_cb(void *arg)
+{
+	EytzLookup *lk = (EytzLookup *) arg;
+
+	lk->keypage.buf = lk->tidpage.buf = InvalidBuffer;
+	view_unpin(lk);
+}
+
+/*
+ * The GPU copy of the generation lk->meta names, resident or uploaded now
+ * from the image; NULL with *why when the GPU cannot take it, NULL with
+ * *why NULL when the index changed under the load (retry).
+ */
+static EytzGpuEntry *
+gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, char **why)
+{
+	EytzGpuEntry *e = eytz_device_pin(index, meta->generation);
+	EytzImage  *image;
+
+	*why = NULL;
+	if (e)
+		return e;
+	if (!eytz_device_room(index, meta, why))
+		return NULL;
+	image = eytz_image_acquire(index, meta);
+	if (image == NULL)
+		return NULL;
+	e = eytz_device_upload(index, meta, image->img.keys, image->img.tids, why);
+	eytz_image_release(image);
+	return e;
+}
+
+/*
+ * Pin a view of kind "want" (or the CPU image when the GPU cannot take the
+ * index: lk->stats.cpu_reason says why) and the pending list, under one
+ * generation.
+ *
+ * The generation retry: a merge may switch regions while the view is read,
+ * so the metapage is read before and after and the read redone when it
+ * moved.  Once freed regions are recycled only after no transaction can
+ * read them (the AM's recycling horizon), a view read once stays valid for
+ * the transaction and this loop, the only retry of the seam, can go.
+ */
+static void
+pin_view(EytzLookup *lk, EytzViewKind want)
+{
+	MemoryContext old = MemoryContextSwitchTo(lk->cxt);
+	instr_time	t0,
+				t1;
+	int			attempt;
+
+	INSTR_TIME_SET_CURRENT(t0);
+	if (lk->pinned)
+		view_unpin(lk);
+	for (attempt = 0;; attempt++)
+	{
+		EytzMetaPageData after;
+		bool		ok = true;
+
+		eytz_read_meta(lk->index, &lk->meta);
+		lk->kind = want;
+		if (want == EYTZ_VIEW_GPU)
+		{
+			char	   *why = NULL;
+
+			lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, &why);
+			if (lk->gpu == NULL && why != NULL)
+			{
+				/* no room or a failure: the CPU answers, EXPLAIN says why */
+				lk->stats.cpu_reason = pstrdup(why);
+				want = lk->kind = EYTZ_VIEW_IMAGE;
+			}
+			ok = lk->gpu != NULL || want == EYTZ_VIEW_IMAGE;
+		}
+		if (ok && want == EYTZ_VIEW_IMAGE)
+		{
+			lk->image = eytz_image_acquire(lk->index, &lk->meta);
+			ok = lk->image != NULL;
+		}
+		if (ok)
+			ok = eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
+								   NULL, NULL);
+		eytz_read_meta(lk->index, &after);
+		if (ok && after.generation == lk->meta.generation)
+			break;
+		view_unpin(lk);
+		if (!ok && after.generation == lk->meta.generation)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("eytzgpu index \"%s\" has a page that does not match its metapage",
+							RelationGetRelationName(lk->index)),
+					 errhint("Run eytzgpu_verify() on it, and REINDEX it.")));
+		if (attempt >= 1000)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not read eytzgpu index \"%s\": it kept changing under concurrent merges",
+							RelationGetRelationName(lk->index))));
+		CHECK_FOR_INTERRUPTS();
+	}
+	eytz_sort_pending(lk->pending, lk->npending);
+	if (lk->npending > 0)
+		index_pending_tids(lk);
+	lk->pinned = true;
+	lk->stats.device = lk->kind == EYTZ_VIEW_GPU ? "gpu" :
+		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" : "cpu (index pages)";
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	lk->stats.acquire_ms += INSTR_TIME_GET_MILLISEC(t1);
+	MemoryContextSwitchTo(old);
+}
+
+/* The view that nkeys keys call for, and whether the GPU may be one */
+static EytzViewKind
+choose_view(EytzLookup *lk, double nkeys)
+{
+	EytzMetaPageData meta;
+	bool		gpu_ok = false;
+	Cost		startup,
+				per_key;
+
+	eytz_read_meta(lk->index, &meta);
+	if (eytz_device_mode != EYTZ_DEVICE_CPU)
+	{
+		char	   *why = NULL;
+
+		gpu_ok = eytz_device_available(&why);
+		if (!gpu_ok && lk->stats.cpu_reason == NULL)
+		{
+			eytz_device_report_unavailable(why);
+			lk->stats.cpu_reason = why;
+		}
+	}
+	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
+					 gpu_ok, gpu_ok && eytz_device_resident(lk->index, meta.generation),
+					 Max(nkeys, 1.0), &startup, &per_key);
+}
+
+EytzLookup *
+eytz_lookup_begin(Relation index, double expected_keys, MemoryContext cxt)
+{
+	EytzLookup *lk = MemoryContextAllocZero(cxt, sizeof(EytzLookup));
+
+	lk->index = index;
+	lk->cxt = cxt;
+	lk->expected_keys = expected_keys;
+	lk->keypage.buf = lk->tidpage.buf = InvalidBuffer;
+	lk->keypage.blkno = lk->tidpage.blkno = InvalidBlockNumber;
+	lk->phase = PHASE_DONE;
+	/* unpin also when the query fails */
+	lk->unpin_cb.func = view_unpin_cb;
+	lk->unpin_cb.arg = lk;
+	MemoryContextRegisterResetCallback(cxt, &lk->unpin_cb);
+	pin_view(lk, choose_view(lk, expected_keys));
+	return lk;
+}
+
+/*
+ * Before a batch: a pages view whose keys so far have paid for a load
+ * becomes an image or GPU view; one whose generation a merge replaced
+ * moves to the new one (any later generation holds every entry the scan's
+ * snapshot can see).
+ */
+static void
+review_view(EytzLookup *lk)
+{
+	EytzMetaPageData now;
+	EytzViewKind	want;
+
+	if (lk->kind != EYTZ_VIEW_PAGES)
+		return;
+	want = choose_view(lk, Max(lk->expected_keys, (double) lk->keys_seen));
+	eytz_read_meta(lk->index, &now);
+	if (want != EYTZ_VIEW_PAGES || now.generation != lk->meta.generation)
+		pin_view(lk, want);
+}
+
+/*
+ * The queries from "from" on, sorted by low key into lk->order (CPU views:
+ * neighbouring searches share their upper path).  The buffer only grows:
+ * fresh memory for every batch costs page faults.
+ */
+static void
+sort_queries(EytzLookup *lk, uint32 from)
+{
+	uint32		n = lk->nq - from;
+	uint32		i;
+
+	if (lk->order_cap < n)
+	{
+		if (lk->order)
+			pfree(lk->order);
+		lk->order = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
+		lk->order_cap = n;
+	}
+	/* the row rides along: the search then reads no query array at random */
+	for (i = 0; i < n; i++)
+	{
+		lk->order[i].tid = lk->lo[from + i];
+		lk->order[i].row = from + i;
+		lk->order[i].unused = lk->rows[from + i];
+	}
+	eytz_match_sort_keys(lk->order, n, lk->order + n);
+	lk->norder = n;
+}
+
+void
+eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
+				   const uint32 *rows, uint32 nq)
+{
+	static uint64 batch_counter = 0;
+	uint32		i;
+	instr_time	t0,
+				t1;
+
+	lk->keys_seen += nq;
+	review_view(lk);
+	lk->lo = lo;
+	lk->hi = hi;
+	lk->rows = rows;
+	lk->nq = nq;
+	lk->batch_id = ++batch_counter;
+	lk->next = 0;
+	lk->pq = 0;
+	lk->ppos = PG_UINT64_MAX;
+	lk->walk.active = false;
+	lk->phase = PHASE_LAYOUT;
+	lk->stats.batches++;
+	lk->stats.lookups += nq;
+	lk->points = true;
+	lk->rows_in_order = true;
+	for (i = 0; i < nq && lk->points; i++)
+	{
+		lk->points = lo[i] == hi[i];
+		lk->rows_in_order &= i == 0 || rows[i] > rows[i - 1];
+	}
+	lk->rows_in_order &= lk->points;
+	lk->norder = 0;
+	if (lk->kind == EYTZ_VIEW_GPU || nq == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(t0);
+	sort_queries(lk, 0);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	lk->stats.search_ms += INSTR_TIME_GET_MILLISEC(t1);
+}
+
+/* The GPU failed: the rest of the scan runs on the image of the same generation */
+static void
+gpu_fallback(EytzLookup *lk, const char *why)
+{
+	MemoryContext old = MemoryContextSwitchTo(lk->cxt);
+
+	ereport(WARNING,
+			(errcode(ERRCODE_SYSTEM_ERROR),
+			 errmsg("eytzgpu join on index \"%s\" continues on the CPU: %s",
+					RelationGetRelationName(lk->index), why)));
+	lk->stats.cpu_reason = pstrdup(why);
+	/* the pending list was read under this generation: the image must be too */
+	lk->image = eytz_image_acquire(lk->index, &lk->meta);
+	if (lk->image == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("eytzgpu index \"%s\" changed while its GPU copy failed",
+						RelationGetRelationName(lk->index))));
+	eytz_device_release(lk->gpu);
+	lk->gpu = NULL;
+	lk->kind = EYTZ_VIEW_IMAGE;
+	lk->stats.device = "cpu";
+	/* the queries not answered yet, by low key */
+	sort_queries(lk, lk->next);
+	lk->next = 0;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Layout matches of the next queries into out[*n..max); false when nothing
+ * more fits (or the layout phase is over).
+ */
+static bool
+layout_step(EytzLookup *lk, uint32 *n, uint32 max)
+{
+	uint32		before = *n;
+	uint32		total = lk->kind == EYTZ_VIEW_GPU ? lk->nq : lk->norder;
+
+	if (lk->walk.active)
+	{
+		bool		done = walk_query(lk, lk->out, n, max);
+
+		*n = drop_pending_twins(lk, lk->out, before, *n);
+		if (!done)
+			return false;
+		lk->walk.active = false;
+		lk->next++;
+		return true;
+	}
+	if (lk->next >= total)
+	{
+		lk->phase = PHASE_PENDING;
+		return true;
+	}
+	if (lk->kind == EYTZ_VIEW_GPU)
+	{
+		uint32		nout = 0,
+					done = 0;
+		double		kms,
+					tms;
+		char	   *why = NULL;
+
+		if (!eytz_device_lookup_join(lk->gpu, lk->batch_id, lk->lo, lk->hi, lk->rows, lk->nq,
+									 lk->next, max - *n, lk->out + *n, lk->tmp,
+									 &nout, &done, &kms, &tms, &why))
+		{
+			gpu_fallback(lk, why);
+			return true;
+		}
+		lk->stats.kernel_ms += kms;
+		lk->stats.transfer_ms += tms;
+		if (kms > 0 || tms > 0)
+			lk->stats.gpu_batches++;
+		*n += nout;
+		lk->next += done;
+		*n = drop_pending_twins(lk, lk->out, before, *n);
+		if (done > 0)
+			return true;
+		if (before > 0)
+			return false;
+		walk_start(lk, lk->next);	/* alone more than a chunk */
+		return true;
+	}
+	if (lk->kind == EYTZ_VIEW_IMAGE)
+	{
+		uint32		done = eytz_image_search(&lk->image->img, lk->order, lk->next,
+											 lk->norder, lk->points ? NULL : lk->hi,
+											 max, lk->out, n);
+
+		lk->next += done;
+		*n = drop_pending_twins(lk, lk->out, before, *n);
+		if (done > 0)
+			return true;
+		if (before > 0)
+			return false;
+	}
+	/* the pages view walks every query; the others those that fit no chunk */
+	walk_start(lk, lk->order[lk->next].row);
+	return true;
+}
+
+/*
+ * Pending matches of the next queries into out[*n..max); false when
+ * nothing more fits (or the batch is done).
+ */
+static bool
+pending_step(EytzLookup *lk, uint32 *n, uint32 max)
+{
+	while (lk->pq < lk->nq)
+	{
+		uint32		q = lk->pq;
+		uint64		hi = lk->hi[q];
+
+		if (lk->ppos == PG_UINT64_MAX)
+		{
+			uint64		a = 0,
+						b = lk->npending;
+
+			while (a < b)
+			{
+				uint64		mid = a + (b - a) / 2;
+
+				if (lk->pending[mid].key < lk->lo[q])
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			lk->ppos = a;
+		}
+		for (; lk->ppos < lk->npending && lk->pending[lk->ppos].key <= hi; lk->ppos++)
+		{
+			if (*n == max)
+				return false;
+			lk->out[*n].tid = eytz_tid_pack(&lk->pending[lk->ppos].tid);
+			lk->out[*n].row = lk->rows[q];
+			(*n)++;
+		}
+		lk->pq++;
+		lk->ppos = PG_UINT64_MAX;
+	}
+	lk->phase = PHASE_DONE;
+	return false;
+}
+
+uint32
+eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
+{
+	uint32		n = 0;
+	instr_time	t0,
+				t1,
+				t2;
+
+	Assert(max >= 1);
+	*matches = NULL;
+	if (lk->phase == PHASE_DONE)
+		return 0;
+	if (lk->cap < max)
+	{
+		if (lk->out)
+		{
+			pfree(lk->out);
+			pfree(lk->tmp);
+		}
+		lk->out = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->tmp = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->cap = max;
+	}
+	INSTR_TIME_SET_CURRENT(t0);
+	while (n < max && lk->phase != PHASE_DONE)
+	{
+		bool		more;
+
+		if (lk->phase == PHASE_LAYOUT)
+			more = layout_step(lk, &n, max);
+		else
+			more = lk->npending > 0 ? pending_step(lk, &n, max) :
+				(lk->phase = PHASE_DONE, false);
+		if (!more && lk->phase != PHASE_DONE)
+			break;
+	}
+	/* no buffer stays pinned while the executor has the matches */
+	reader_release(&lk->keypage);
+	reader_release(&lk->tidpage);
+	INSTR_TIME_SET_CURRENT(t1);
+	n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
+	INSTR_TIME_SET_CURRENT(t2);
+	INSTR_TIME_SUBTRACT(t2, t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	lk->stats.sort_ms += INSTR_TIME_GET_MILLISEC(t2);
+	if (lk->kind != EYTZ_VIEW_GPU)
+		lk->stats.search_ms += INSTR_TIME_GET_MILLISEC(t1);
+	lk->stats.matches += n;
+	*matches = lk->out;
+	return n;
+}
+
+const EytzLookupStats *
+eytz_lookup_stats(const EytzLookup *lk)
+{
+	return &lk->stats;
+}
+
+void
+eytz_lookup_end(EytzLookup *lk)
+{
+	view_unpin(lk);
+	/* a scan ended and begun again per rescan must not pile these up */
+	if (lk->order)
+		pfree(lk->order);
+	if (lk->out)
+		pfree(lk->out);
+	if (lk->tmp)
+		pfree(lk->tmp);
+	lk->order = lk->out = lk->tmp = NULL;
+	lk->order_cap = lk->cap = 0;
+	lk->phase = PHASE_DONE;
+	/* lk stays: the context's reset callback still points at it (a no-op now) */
+}
+
+/* Any relcache change of an index drops its image and GPU copy */
+static void
+lookup_relcache_callback(Datum arg, Oid relid)
+{
+	eytz_image_invalidate(relid);
+	eytz_device_invalidate(relid);
+}
+
+void
+eytz_lookup_init(void)
+{
+	eytz_device_init();
+	eytz_image_init();
+	CacheRegisterRelcacheCallback(lookup_relcache_callback, (Datum) 0);
+}

@@ -1,0 +1,130 @@
+/*
+ * eytzlookupcost.c
+ *		The cost model of the lookup seam's views (eytzlookup.c) and the
+ *		planner's question to it (eytz_lookup_plan_cost): the same costs
+ *		choose the view at run time and cost the join at plan time, so the
+ *		planner charges a load exactly when the executor would do one.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "optimizer/optimizer.h"
+#include "utils/rel.h"
+
+#include "eytzdevice.h"
+#include "eytzimage.h"
+#include "eytzlookup.h"
+
+/*
+ * Costs of the views, in operator evaluations (cpu_operator_cost each).
+ * Measured on the 20M-key index of bench/join_bench.sh ("random", EKS k = 9,
+ * 8 levels, 24,600 pages, all in shared buffers) on the development VM: a
+ * key searched in the image takes 0.24 us, which image_key_cost's formula
+ * calls 25 operators, so one operator is about 10 ns; a key searched through
+ * the pages 6 us, 0.75 us (70 operators) more per level for the buffer
+ * access; loading the image 92 ms, 3.7 us (350 operators) per page.  So a
+ * join of fewer than about 15,000 keys reads the pages, a larger one loads.
+ * The GPU: next to nothing per key once resident (issue 9's target, 15 ns),
+ * the upload about 400 operators (4 us) per MB over PCIe.
+ */
+#define PAGE_ACCESS_OPS		70.0
+#define PAGE_LOAD_OPS		350.0
+#define GPU_KEY_OPS			0.05
+#define GPU_UPLOAD_OPS_PER_MB 400.0
+
+static double
+levels_of(const EytzMetaPageData *meta)
+{
+	return Max(meta->levels, 1);
+}
+
+/* Search cost per key on the image: a few comparisons per level */
+static Cost
+image_key_cost(const EytzMetaPageData *meta)
+{
+	return cpu_operator_cost *
+		(2.0 + (levels_of(meta) + 1) * (1.0 + log2(Max(meta->fanout, 2)) / 2.0));
+}
+
+/* The same through the buffer manager: a page access per level */
+static Cost
+pages_key_cost(const EytzMetaPageData *meta)
+{
+	return image_key_cost(meta) + cpu_operator_cost * PAGE_ACCESS_OPS * levels_of(meta);
+}
+
+static Cost
+image_load_cost(const EytzMetaPageData *meta)
+{
+	return cpu_operator_cost * PAGE_LOAD_OPS * (meta->nkeypages + meta->ntidpages);
+}
+
+static Cost
+gpu_upload_cost(const EytzMetaPageData *meta)
+{
+	return cpu_operator_cost * GPU_UPLOAD_OPS_PER_MB *
+		(double) meta->nentries * (meta->key_width + sizeof(uint64)) / (1024.0 * 1024.0);
+}
+
+/* Pending entries: a binary search per key */
+static Cost
+pending_key_cost(const EytzMetaPageData *meta)
+{
+	return meta->npending > 0 ? cpu_operator_cost * log2((double) meta->npending + 1.0) : 0;
+}
+
+/*
+ * The cheapest view for nkeys keys, given what is resident: its kind, its
+ * startup (load) cost and its cost per key.  The GPU is considered only
+ * when gpu_ok.
+ */
+EytzViewKind
+eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
+		  bool gpu_resident, double nkeys, Cost *startup, Cost *per_key)
+{
+	Cost		pages_total = nkeys * pages_key_cost(meta);
+	Cost		image_start = image_resident ? 0 : image_load_cost(meta);
+	Cost		image_total = image_start + nkeys * image_key_cost(meta);
+	EytzViewKind	kind = EYTZ_VIEW_PAGES;
+
+	*startup = 0;
+	*per_key = pages_key_cost(meta);
+	if (image_total < pages_total)
+	{
+		kind = EYTZ_VIEW_IMAGE;
+		*startup = image_start;
+		*per_key = image_key_cost(meta);
+	}
+	if (gpu_ok)
+	{
+		Cost		gpu_start = gpu_resident ? 0 : image_start + gpu_upload_cost(meta);
+		Cost		gpu_key = GPU_KEY_OPS * cpu_operator_cost;
+
+		if (gpu_start + nkeys * gpu_key < *startup + nkeys * *per_key)
+		{
+			kind = EYTZ_VIEW_GPU;
+			*startup = gpu_start;
+			*per_key = gpu_key;
+		}
+	}
+	*per_key += pending_key_cost(meta);
+	return kind;
+}
+
+void
+eytz_lookup_plan_cost(Oid indexoid, double nkeys, Cost *startup_cost,
+					  Cost *per_key_cost)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	EytzMetaPageData meta;
+	bool		gpu_ok;
+
+	eytz_read_meta(index, &meta);
+	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL);
+	(void) eytz_view_cost(&meta, eytz_image_resident(index, meta.generation), gpu_ok,
+					 gpu_ok && eytz_device_resident(index, meta.generation),
+					 Max(nkeys, 1.0), startup_cost, per_key_cost);
+	index_close(index, AccessShareLock);
+}

@@ -1,0 +1,40 @@
+/*
+ * eytzmatch.h
+ *		A match of the batched join, (heap TID, batch row), its sort and the
+ *		allocation of large arrays: a leaf shared by the lookup seam
+ *		(eytzlookup.c), the CPU search (eytzimage.c) and the GPU glue
+ *		(eytzdevice.c).
+ */
+#ifndef EYTZMATCH_H
+#define EYTZMATCH_H
+
+#include "postgres.h"
+
+/* One match: a packed TID (eytz_tid_pack) and the batch row that asked */
+typedef struct EytzMatch
+{
+	uint64		tid;
+	uint32		row;
+	uint32		unused;
+} EytzMatch;
+
+/*
+ * Sort m[0..n) by (tid, row) and drop repeated (tid, row) pairs; returns the
+ * new count.  tmp is scratch of n entries (the radix sort's other buffer).
+ * rows_in_order: matches of equal tid already come in row order (a stable
+ * sort by tid then suffices).
+ */
+extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
+							  bool rows_in_order);
+
+/*
+ * Sort m[0..n) by tid alone (tmp as above), entries numbered 0..n-1 in
+ * "row" by the caller: ties stay in that order.  "unused" travels along
+ * (callers may carry a value in it).
+ */
+extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
+
+/* A large array in cxt, on huge pages where the kernel has them */
+extern void *eytz_alloc_large(MemoryContext cxt, Size size);
+
+#endif							/* EYTZMATCH_H */
