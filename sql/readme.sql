@@ -67,7 +67,7 @@ RESET eytzgpu.enable_join;
 
 INSERT INTO orders SELECT g, g % 20000, date '2025-01-01' FROM generate_series(200001, 201000) g;
 SELECT entries, pending FROM eytzgpu_info('orders_customer');
-SELECT eytzgpu_merge('orders_customer') AS generation;
+SELECT eytzgpu_merge('orders_customer') > 1 AS merged;   -- the new generation
 SELECT entries, pending FROM eytzgpu_info('orders_customer');
 
 CREATE INDEX orders_placed ON orders USING eytzgpu (placed) WITH (layout = 'eks', fanout = 17);
