@@ -12,6 +12,8 @@ source "$(dirname "$0")/common.sh"
 install_deps
 build_install "$@"
 
+echo "== no circle of calls among the C files"
+bash "$REPO/scripts/callgraph_check.sh"
 echo "== layout math (CPU)"
 make -C "$REPO" -s layoutcheck "$@"
 echo "== README's SQL blocks are in sql/readme.sql"

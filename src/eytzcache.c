@@ -72,6 +72,7 @@ eytz_cache_make_room(EytzCache *cache, Size need, Size limit)
 	return true;
 }
 
+/* The entry of this generation of index, or NULL (no pin taken) */
 static EytzCacheEntry *
 cache_lookup(EytzCache *cache, Relation index, uint64 generation)
 {

@@ -105,6 +105,7 @@ library_message(const char *errbuf)
 	return strncmp(errbuf, "eytzgpu: ", 9) == 0 ? errbuf + 9 : errbuf;
 }
 
+/* The cache's destructor: free the GPU copy, then the entry */
 static void
 entry_free(EytzCacheEntry *ce)
 {
@@ -146,12 +147,17 @@ eytz_device_available(char **why)
 	return gpu_state == 1;
 }
 
+/* eytzgpu.gpu_memory_limit in bytes */
 static uint64
 gpu_limit(void)
 {
 	return (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
 }
 
+/*
+ * At transaction end, a copy built by CREATE INDEX/REINDEX in it is dropped
+ * on abort and kept as an ordinary cached copy on commit.
+ */
 static void
 device_xact_cb(XactEvent event, void *arg)
 {
@@ -212,6 +218,7 @@ entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
 	return e;
 }
 
+/* A GPU library failure as one sentence for a WARNING or CPU Reason */
 static char *
 gpu_error(const char *what, int rc, const char *errbuf)
 {

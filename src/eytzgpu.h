@@ -192,9 +192,11 @@ typedef struct EytzLayoutImage
 	uint64	   *tids;			/* packed TIDs; tombstones have an invalid block */
 } EytzLayoutImage;
 
-/* eytzutils.c */
+/* eytzgpu.c: the entry file (_PG_init, the handler, reloptions) */
 extern void _PG_init(void);
 extern bytea *eytz_options(Datum reloptions, bool validate);
+
+/* eytzutils.c */
 extern void eytz_init_page(Page page, uint16 flags);
 extern void eytz_init_metapage(Page page, int key_width, int layout, int fanout,
 							   int pending_limit);
@@ -309,6 +311,32 @@ extern BlockNumber eytz_layout_writer_finish(EytzLayoutWriter *w, bool use_wal,
 extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);
 
 /* eytzsearch.c */
+
+/*
+ * The per-level range scan of one key range over one generation's layout,
+ * as a cursor: the index scan and the join's pages view both read the
+ * layout through it, as many TIDs at a time as they want.
+ */
+typedef struct EytzRangeCursor
+{
+	EytzRegionReader region;
+	uint64		level_end[64];	/* one past each level's last slot */
+	uint64		lo;				/* the range */
+	uint64		hi;
+	uint32		level;			/* current level of the descent */
+	uint64		node;			/* first slot of the path's node on level */
+	uint64		pos;			/* next slot of the level's run to emit */
+	bool		in_run;			/* pos is valid (the level's run has started) */
+	uint64		lb;				/* the path's bounds on the node's keys */
+	uint64		ub;
+	uint64		run_prev;		/* last key of the run emitted so far */
+} EytzRangeCursor;
+
+extern void eytz_cursor_begin(EytzRangeCursor *c, Relation index,
+							  const EytzMetaPageData *meta);
+extern void eytz_cursor_start(EytzRangeCursor *c, uint64 lo, uint64 hi);
+extern int	eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max);
+
 typedef struct EytzSearch EytzSearch;
 extern EytzSearch *eytz_search_begin(Relation index, const EytzRange *ranges,
 									 int nranges);

@@ -1,8 +1,8 @@
 /*
  * eytzimage.c
  *		The CPU side of the lookup seam: an in-memory image of an index's
- *		layout (loaded from the pages under the generation protocol and cached
- *		per backend) and the batched search over it.
+ *		layout (loaded through the page layer under the generation protocol
+ *		and cached per backend) and the batched search over it.
  *
  * The batched search answers many key ranges at once at memory speed: the
  * queries come sorted by their low key (neighbouring searches share their
@@ -52,6 +52,7 @@ eytz_image_init(void)
 
 static MemoryContext image_cxt = NULL;
 
+/* The cache's destructor: an image and its arrays live in one context */
 static void
 image_free(EytzCacheEntry *entry)
 {
@@ -74,46 +75,8 @@ eytz_image_resident(Relation index, uint64 generation)
 }
 
 /*
- * Copy npages pages of type "type" from start on into dst: keys as they
- * are (width bytes each), TIDs packed; false if a page is not of that type.
- */
-static bool
-load_run(Relation index, BlockNumber start, uint32 npages, uint16 type,
-		 uint64 per_page, uint64 n, int width, char *dst,
-		 BufferAccessStrategy strategy)
-{
-	uint64		pos = 0;
-	uint32		p;
-	bool		ok = true;
-
-	for (p = 0; p < npages && ok; p++)
-	{
-		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, start + p,
-											 RBM_NORMAL, strategy);
-		Page		page;
-		uint64		cnt = Min(per_page, n - pos);
-		uint64		i;
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != type)
-			ok = false;
-		else if (type == EYTZ_PAGE_KEYS)
-			memcpy(dst + pos * width, PageGetContents(page), cnt * width);
-		else
-			for (i = 0; i < cnt; i++)
-				((uint64 *) dst)[pos + i] =
-					eytz_tid_pack(&((ItemPointerData *) PageGetContents(page))[i]);
-		UnlockReleaseBuffer(buf);
-		pos += cnt;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return ok;
-}
-
-/*
- * Load the layout that meta describes; NULL if a page is not what the meta
- * says (a merge switched the region meanwhile: the caller retries).
+ * Load the layout that meta describes, through the page layer's checked
+ * reader (a damaged page raises XX002 naming the index and block).
  *
  * The image is read into a context of its own under the caller's, so that
  * an error or a cancel during the load frees it with the query; only a
@@ -125,7 +88,6 @@ image_load(Relation index, const EytzMetaPageData *meta)
 	MemoryContext cxt;
 	EytzImage  *image;
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-	bool		ok;
 
 	if (image_cxt == NULL)
 		image_cxt = AllocSetContextCreate(TopMemoryContext,
@@ -142,18 +104,8 @@ image_load(Relation index, const EytzMetaPageData *meta)
 		image->img.keys = eytz_alloc_large(cxt, meta->nentries * meta->key_width);
 		image->img.tids = eytz_alloc_large(cxt, meta->nentries * sizeof(uint64));
 	}
-	ok = load_run(index, meta->keys_start, meta->nkeypages, EYTZ_PAGE_KEYS,
-				  meta->keys_per_page, meta->nentries, meta->key_width,
-				  image->img.keys, strategy) &&
-		load_run(index, meta->tids_start, meta->ntidpages, EYTZ_PAGE_TIDS,
-				 EYTZ_TIDS_PER_PAGE, meta->nentries, sizeof(uint64),
-				 (char *) image->img.tids, strategy);
+	eytz_region_load(index, meta, strategy, image->img.keys, image->img.tids);
 	FreeAccessStrategy(strategy);
-	if (!ok)
-	{
-		MemoryContextDelete(cxt);
-		return NULL;
-	}
 	MemoryContextSetParent(cxt, image_cxt);
 	return image;
 }
@@ -162,20 +114,11 @@ EytzImage *
 eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
 {
 	EytzImage  *image;
-	EytzMetaPageData after;
 
 	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
 	if (image)
 		return image;
 	image = image_load(index, meta);
-	if (image == NULL)
-		return NULL;
-	eytz_read_meta(index, &after);
-	if (after.generation != meta->generation)
-	{
-		image_free(&image->ce);
-		return NULL;
-	}
 	/* uncached when it does not fit: freed at its release */
 	(void) eytz_cache_add(&image_cache, &image->ce, index, meta->generation,
 						  meta->nentries * (meta->key_width + sizeof(uint64)), 1,
@@ -189,6 +132,7 @@ eytz_image_release(EytzImage *image)
 	eytz_cache_release(&image_cache, &image->ce);
 }
 
+/* qsort order of pending entries: key, then TID */
 static int
 pending_cmp(const void *a, const void *b)
 {
@@ -237,26 +181,35 @@ resolve_tids(const uint64 *tids, EytzMatch *m, uint32 from, uint32 n)
 /*
  * The group-prefetching per-level range scan of one group of g queries,
  * for one key width: appends (layout position, row) to out[*n..] and
- * returns false, with *n unchanged, if more than room matches came.
+ * returns false, with *n unchanged, if more than room matches came.  A whole
+ * node's keys must ascend within the bounds its path sets (as the index
+ * scan checks): a damaged key would send the search into the wrong subtree
+ * and lose rows, so it raises XX002 instead.
  */
 #define DEFINE_GROUP_SEARCH(NAME, KT) \
 static bool \
-NAME(const EytzLayoutImage *img, const uint64 *level_end, const uint64 *qlo, \
-	 const uint64 *qhi, const uint32 *qrow, uint32 g, uint32 room, \
-	 EytzMatch *out, uint32 *n) \
+NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
+	 const uint64 *qlo, const uint64 *qhi, const uint32 *qrow, uint32 g, \
+	 uint32 room, EytzMatch *out, uint32 *n) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	uint32		k = img->meta.fanout; \
 	uint64		nent = img->meta.nentries; \
 	uint32		levels = img->meta.levels; \
 	uint64		node[EYTZ_GROUP]; \
+	uint64		lb[EYTZ_GROUP]; \
+	uint64		ub[EYTZ_GROUP]; \
 	uint32		cnt = *n; \
 	uint32		limit = *n + room; \
 	uint32		l, \
 				i; \
 \
 	for (i = 0; i < g; i++) \
+	{ \
 		node[i] = 0; \
+		lb[i] = 0; \
+		ub[i] = PG_UINT64_MAX; \
+	} \
 	for (l = 0; l < levels; l++) \
 	{ \
 		uint64		end = level_end[l]; \
@@ -275,10 +228,21 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, const uint64 *qlo, \
 			{ \
 				/* a whole node: count its keys below lo, without branches */ \
 				const KT   *nk = &keys[s]; \
+				bool		bad = nk[0] < lb[i] || nk[k - 2] > ub[i]; \
 				uint32		c; \
 \
 				for (c = 0; c < k - 1; c++) \
+				{ \
 					j += nk[c] < lo; \
+					bad |= c > 0 && nk[c] < nk[c - 1]; \
+				} \
+				if (unlikely(bad)) \
+					EYTZ_CORRUPT(index, img->meta.keys_start + s / img->meta.keys_per_page, \
+								 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.", s); \
+				if (j > 0) \
+					lb[i] = nk[j - 1]; \
+				if (j < k - 1) \
+					ub[i] = nk[j]; \
 			} \
 			else \
 				while (s + j < end && keys[s + j] < lo) \
@@ -305,7 +269,8 @@ DEFINE_GROUP_SEARCH(group_search_4, uint32)
 DEFINE_GROUP_SEARCH(group_search_8, uint64)
 
 uint32
-eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
+eytz_image_search(Relation index, const EytzLayoutImage *img,
+				  const EytzMatch *order,
 				  uint32 start, uint32 nq, const uint64 *hi, uint32 max,
 				  EytzMatch *out, uint32 *nout)
 {
@@ -342,8 +307,8 @@ eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
 		}
 		if (img->meta.nentries > 0)
 			fit = img->meta.key_width == 4 ?
-				group_search_4(img, level_end, qlo, qhi, qrow, g, max - n, out, &n) :
-				group_search_8(img, level_end, qlo, qhi, qrow, g, max - n, out, &n);
+				group_search_4(index, img, level_end, qlo, qhi, qrow, g, max - n, out, &n) :
+				group_search_8(index, img, level_end, qlo, qhi, qrow, g, max - n, out, &n);
 		if (!fit)
 		{
 			/* a chunk with matches ends here; an empty one goes query by query */

@@ -29,9 +29,10 @@ typedef struct EytzImage
 extern bool eytz_image_resident(Relation index, uint64 generation);
 
 /*
- * A pinned image of the layout generation meta describes, from the cache or
- * loaded now; NULL if the index changed under the load (the caller rereads
- * the metapage).  A load cancelled by an error frees what it had read.
+ * A pinned image of the layout generation meta describes (meta read by
+ * eytz_read_meta() in this transaction, with the index open: its pages stay
+ * intact until the transaction ends), from the cache or loaded now.  A load
+ * cancelled by an error frees what it had read.
  */
 extern EytzImage *eytz_image_acquire(Relation index, const EytzMetaPageData *meta);
 extern void eytz_image_release(EytzImage *image);
@@ -47,9 +48,11 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
  * unused: the batch row it answers); hi NULL means every query is a point.
  * Live matches (packed TID, batch row) are appended to out from *nout on.
  * Returns the number of queries answered (0 when query order[start] alone
- * does not fit).  Not sorted by TID.
+ * does not fit).  Not sorted by TID.  Keys out of order on a search path
+ * raise XX002 naming index.
  */
-extern uint32 eytz_image_search(const EytzLayoutImage *img, const EytzMatch *order,
+extern uint32 eytz_image_search(Relation index, const EytzLayoutImage *img,
+								const EytzMatch *order,
 								uint32 start, uint32 nq, const uint64 *hi,
 								uint32 max, EytzMatch *out, uint32 *nout);
 

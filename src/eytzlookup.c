@@ -7,11 +7,17 @@
  * A view is one of
  *	- the index pages through the buffer manager (EYTZ_VIEW_PAGES): nothing is
  *	  loaded, each key costs a few buffer accesses per level, as an index
- *	  scan does: right for the few keys of a cold start;
+ *	  scan does (the same reader: EytzRangeCursor of eytzsearch.c, over the
+ *	  page layer's checked EytzRegionReader): right for the few keys of a
+ *	  cold start;
  *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per
  *	  generation and cached per backend, searched at memory speed;
  *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image;
- * plus the pending list read under the same generation.  The view is
+ * plus the pending list read under the same generation.  The metapage is
+ * read once per view: the page layer keeps that generation's region and
+ * pending list intact until the transaction ends (eytzpage.c), so a view
+ * needs no retry, and a damaged page raises XX002 naming the index.  The
+ * view is
  * chosen by cost (eytz_view_cost): a load is paid for only when the keys the
  * planner expects, or the keys seen so far, make it cheaper than searching
  * the pages; the planner asks the same question (eytz_lookup_plan_cost).
@@ -20,8 +26,8 @@
  * A batch is answered in two phases, each resumable at any match so that a
  * chunk never exceeds what the caller asks for: first the layout (whole
  * queries while their matches fit; a query with more matches than a chunk
- * holds is walked alone, level by level, with a cursor: the per-level range
- * scan needs no more state than a level, a node and a position), then the
+ * holds, and every query of the pages view, is walked alone through the
+ * pages with the index scan's range cursor), then the
  * pending list (per query a run of the key-sorted entries).  A layout match
  * whose TID is also a pending entry's is dropped: a cached copy taken
  * before VACUUM tombstoned an entry still holds the old key of a TID that
@@ -49,24 +55,12 @@ typedef enum BatchPhase
 	PHASE_DONE
 } BatchPhase;
 
-/* One pinned, share-locked index page (pages view) */
-typedef struct PageReader
-{
-	Buffer		buf;
-	BlockNumber blkno;
-	char	   *contents;
-} PageReader;
-
-/* A query walked alone, level by level, over several chunks */
+/* A query walked alone through the pages, over as many chunks as it takes */
 typedef struct Walk
 {
 	bool		active;
 	uint32		q;				/* query index */
-	uint32		level;
-	uint64		node;			/* first slot of the node on the path */
-	uint32		j;				/* lower bound's place in that node */
-	uint64		pos;			/* next slot of the level's run */
-	bool		in_run;			/* j and pos are set for this level */
+	EytzRangeCursor cursor;		/* over the view's generation */
 } Walk;
 
 /* bits of the filter that tells most layout TIDs they are not pending */
@@ -90,8 +84,6 @@ struct EytzLookup
 	uint64		npending;
 	uint64	   *pending_tids;	/* sorted */
 	uint64	   *pending_filter; /* PENDING_FILTER_BITS bits of TID hashes */
-	PageReader	keypage;
-	PageReader	tidpage;
 
 	/* the batch */
 	const uint64 *lo;
@@ -119,146 +111,37 @@ struct EytzLookup
 	EytzLookupStats stats;
 };
 
-/* Page readers of the pages view */
-
-static void
-reader_release(PageReader *r)
-{
-	if (BufferIsValid(r->buf))
-		UnlockReleaseBuffer(r->buf);
-	r->buf = InvalidBuffer;
-	r->blkno = InvalidBlockNumber;
-}
-
 /*
- * The contents of block blkno, which must be of page type expect.  A page
- * of another type means the region was recycled under the view: today a
- * merge can reuse the region of a generation two merges back (see
- * pin_view), which a scan cannot recover from; else the index is corrupt.
- */
-static char *
-reader_page(EytzLookup *lk, PageReader *r, BlockNumber blkno, uint16 expect)
-{
-	Page		page;
-
-	if (blkno == r->blkno)
-		return r->contents;
-	reader_release(r);
-	r->buf = ReadBuffer(lk->index, blkno);
-	LockBuffer(r->buf, BUFFER_LOCK_SHARE);
-	r->blkno = blkno;
-	page = BufferGetPage(r->buf);
-	if (PageIsNew(page) || EytzPageGetOpaque(page)->flags != expect)
-	{
-		EytzMetaPageData now;
-
-		reader_release(r);
-		eytz_read_meta(lk->index, &now);
-		if (now.generation != lk->meta.generation)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not read eytzgpu index \"%s\": concurrent merges recycled its pages",
-							RelationGetRelationName(lk->index))));
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("eytzgpu index \"%s\" block %u is not a %s page as its metapage says",
-						RelationGetRelationName(lk->index), blkno,
-						expect == EYTZ_PAGE_KEYS ? "key" : "TID"),
-				 errhint("Run eytzgpu_verify() on it, and REINDEX it.")));
-	}
-	r->contents = PageGetContents(page);
-	return r->contents;
-}
-
-static inline uint64
-view_key(EytzLookup *lk, uint64 pos)
-{
-	const EytzMetaPageData *m = &lk->meta;
-	char	   *c;
-
-	if (lk->image)
-		return eytz_key_at(lk->image->img.keys, m->key_width, pos);
-	c = reader_page(lk, &lk->keypage, m->keys_start + pos / m->keys_per_page,
-					EYTZ_PAGE_KEYS);
-	return eytz_key_at(c, m->key_width, pos % m->keys_per_page);
-}
-
-static inline uint64
-view_tid(EytzLookup *lk, uint64 pos)
-{
-	const EytzMetaPageData *m = &lk->meta;
-	char	   *c;
-
-	if (lk->image)
-		return lk->image->img.tids[pos];
-	c = reader_page(lk, &lk->tidpage, m->tids_start + pos / EYTZ_TIDS_PER_PAGE,
-					EYTZ_PAGE_TIDS);
-	return eytz_tid_pack(&((ItemPointerData *) c)[pos % EYTZ_TIDS_PER_PAGE]);
-}
-
-/*
- * Walk the current walk's query from its cursor: the per-level range scan,
- * appending live matches to out[*n..max).  true when the query is done,
- * false when out is full (the cursor stays where it stopped).  The image
- * when the view has one, else the pages (also under a GPU view, whose
- * generation's pages a scan may still read).
+ * Walk the current walk's query on from its cursor, appending live matches
+ * to out[*n..max).  true when the query is done, false when out is full.
+ * Also under an image or GPU view: their generation's pages stay readable.
  */
 static bool
 walk_query(EytzLookup *lk, EytzMatch *out, uint32 *n, uint32 max)
 {
-	Walk	   *w = &lk->walk;
-	const EytzMetaPageData *m = &lk->meta;
-	uint64		lo = lk->lo[w->q];
-	uint64		hi = lk->hi[w->q];
-	uint32		row = lk->rows[w->q];
-	uint32		k = m->fanout;
+	/* the chunk's sort scratch holds the TIDs until they are tagged */
+	ItemPointerData *tids = (ItemPointerData *) lk->tmp;
+	uint32		row = lk->rows[lk->walk.q];
+	int			want = max - *n;
+	int			got = eytz_cursor_next(&lk->walk.cursor, tids, want);
+	int			i;
 
-	while (w->level < m->levels)
+	for (i = 0; i < got; i++)
 	{
-		uint64		end = eytz_level_end(w->level, k, m->nentries);
-
-		if (!w->in_run)
-		{
-			uint32		j = 0;
-
-			if (w->node >= end)
-				break;
-			while (j < k - 1 && w->node + j < end && view_key(lk, w->node + j) < lo)
-				j++;
-			w->j = j;
-			w->pos = w->node + j;
-			w->in_run = true;
-		}
-		while (w->pos < end && view_key(lk, w->pos) <= hi)
-		{
-			uint64		t;
-
-			if (*n == max)
-				return false;
-			t = view_tid(lk, w->pos);
-			if (eytz_tid_block(t) != InvalidBlockNumber)
-			{
-				out[*n].tid = t;
-				out[*n].row = row;
-				(*n)++;
-			}
-			w->pos++;
-			if ((w->pos & 0xFFFF) == 0)
-				CHECK_FOR_INTERRUPTS();
-		}
-		w->node = eytz_child(w->node, w->j, k);
-		w->level++;
-		w->in_run = false;
+		out[*n].tid = eytz_tid_pack(&tids[i]);
+		out[*n].row = row;
+		(*n)++;
 	}
-	return true;
+	return got < want;
 }
 
+/* Start walking query q alone, from the root */
 static void
 walk_start(EytzLookup *lk, uint32 q)
 {
-	memset(&lk->walk, 0, sizeof(Walk));
 	lk->walk.active = true;
 	lk->walk.q = q;
+	eytz_cursor_start(&lk->walk.cursor, lk->lo[q], lk->hi[q]);
 }
 
 /* The pending list's TIDs, sorted, and a filter of their hashes */
@@ -268,6 +151,7 @@ pending_hash(uint64 tid)
 	return (uint32) ((tid * UINT64CONST(0x9E3779B97F4A7C15)) >> 48);
 }
 
+/* Fill pending_tids (sorted) and pending_filter from the pending list */
 static void
 index_pending_tids(EytzLookup *lk)
 {
@@ -299,6 +183,7 @@ index_pending_tids(EytzLookup *lk)
 	}
 }
 
+/* Is packed TID t also a pending entry's?  (the filter answers most) */
 static bool
 tid_is_pending(EytzLookup *lk, uint64 t)
 {
@@ -339,8 +224,7 @@ drop_pending_twins(EytzLookup *lk, EytzMatch *m, uint32 from, uint32 n)
 static void
 view_unpin(EytzLookup *lk)
 {
-	reader_release(&lk->keypage);
-	reader_release(&lk->tidpage);
+	eytz_region_release(&lk->walk.cursor.region);
 	if (lk->gpu)
 		eytz_device_release(lk->gpu);
 	if (lk->image)
@@ -369,14 +253,14 @@ view_unpin_cb(void *arg)
 {
 	EytzLookup *lk = (EytzLookup *) arg;
 
-	lk->keypage.buf = lk->tidpage.buf = InvalidBuffer;
+	lk->walk.cursor.region.keybuf = InvalidBuffer;
+	lk->walk.cursor.region.tidbuf = InvalidBuffer;
 	view_unpin(lk);
 }
 
 /*
- * The GPU copy of the generation lk->meta names, resident or uploaded now
- * from the image; NULL with *why when the GPU cannot take it, NULL with
- * *why NULL when the index changed under the load (retry).
+ * The GPU copy of the generation meta names, resident or uploaded now from
+ * the image; NULL with *why when the GPU cannot take it.
  */
 static EytzGpuEntry *
 gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, char **why)
@@ -390,8 +274,6 @@ gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, char **why)
 	if (!eytz_device_room(index, meta, why))
 		return NULL;
 	image = eytz_image_acquire(index, meta);
-	if (image == NULL)
-		return NULL;
 	e = eytz_device_upload(index, meta, image->img.keys, image->img.tids, why);
 	eytz_image_release(image);
 	return e;
@@ -399,14 +281,8 @@ gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, char **why)
 
 /*
  * Pin a view of kind "want" (or the CPU image when the GPU cannot take the
- * index: lk->stats.cpu_reason says why) and the pending list, under one
- * generation.
- *
- * The generation retry: a merge may switch regions while the view is read,
- * so the metapage is read before and after and the read redone when it
- * moved.  Once freed regions are recycled only after no transaction can
- * read them (the AM's recycling horizon), a view read once stays valid for
- * the transaction and this loop, the only retry of the seam, can go.
+ * index: lk->stats.cpu_reason says why) and the pending list, under the
+ * generation the metapage names now.
  */
 static void
 pin_view(EytzLookup *lk, EytzViewKind want)
@@ -414,56 +290,29 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	MemoryContext old = MemoryContextSwitchTo(lk->cxt);
 	instr_time	t0,
 				t1;
-	int			attempt;
 
 	INSTR_TIME_SET_CURRENT(t0);
 	if (lk->pinned)
 		view_unpin(lk);
-	for (attempt = 0;; attempt++)
+	eytz_read_meta(lk->index, &lk->meta);
+	eytz_cursor_begin(&lk->walk.cursor, lk->index, &lk->meta);
+	lk->kind = want;
+	if (want == EYTZ_VIEW_GPU)
 	{
-		EytzMetaPageData after;
-		bool		ok = true;
+		char	   *why = NULL;
 
-		eytz_read_meta(lk->index, &lk->meta);
-		lk->kind = want;
-		if (want == EYTZ_VIEW_GPU)
+		lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, &why);
+		if (lk->gpu == NULL)
 		{
-			char	   *why = NULL;
-
-			lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, &why);
-			if (lk->gpu == NULL && why != NULL)
-			{
-				/* no room or a failure: the CPU answers, EXPLAIN says why */
-				lk->stats.cpu_reason = pstrdup(why);
-				want = lk->kind = EYTZ_VIEW_IMAGE;
-			}
-			ok = lk->gpu != NULL || want == EYTZ_VIEW_IMAGE;
+			/* no room or a failure: the CPU answers, EXPLAIN says why */
+			lk->stats.cpu_reason = pstrdup(why);
+			lk->kind = EYTZ_VIEW_IMAGE;
 		}
-		if (ok && want == EYTZ_VIEW_IMAGE)
-		{
-			lk->image = eytz_image_acquire(lk->index, &lk->meta);
-			ok = lk->image != NULL;
-		}
-		if (ok)
-			ok = eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
-								   NULL, NULL);
-		eytz_read_meta(lk->index, &after);
-		if (ok && after.generation == lk->meta.generation)
-			break;
-		view_unpin(lk);
-		if (!ok && after.generation == lk->meta.generation)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("eytzgpu index \"%s\" has a page that does not match its metapage",
-							RelationGetRelationName(lk->index)),
-					 errhint("Run eytzgpu_verify() on it, and REINDEX it.")));
-		if (attempt >= 1000)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not read eytzgpu index \"%s\": it kept changing under concurrent merges",
-							RelationGetRelationName(lk->index))));
-		CHECK_FOR_INTERRUPTS();
 	}
+	if (lk->kind == EYTZ_VIEW_IMAGE)
+		lk->image = eytz_image_acquire(lk->index, &lk->meta);
+	(void) eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
+							 NULL, NULL);
 	eytz_sort_pending(lk->pending, lk->npending);
 	if (lk->npending > 0)
 		index_pending_tids(lk);
@@ -510,8 +359,6 @@ eytz_lookup_begin(Relation index, double expected_keys, MemoryContext cxt)
 	lk->index = index;
 	lk->cxt = cxt;
 	lk->expected_keys = expected_keys;
-	lk->keypage.buf = lk->tidpage.buf = InvalidBuffer;
-	lk->keypage.blkno = lk->tidpage.blkno = InvalidBlockNumber;
 	lk->phase = PHASE_DONE;
 	/* unpin also when the query fails */
 	lk->unpin_cb.func = view_unpin_cb;
@@ -624,11 +471,6 @@ gpu_fallback(EytzLookup *lk, const char *why)
 	lk->stats.cpu_reason = pstrdup(why);
 	/* the pending list was read under this generation: the image must be too */
 	lk->image = eytz_image_acquire(lk->index, &lk->meta);
-	if (lk->image == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("eytzgpu index \"%s\" changed while its GPU copy failed",
-						RelationGetRelationName(lk->index))));
 	eytz_device_release(lk->gpu);
 	lk->gpu = NULL;
 	lk->kind = EYTZ_VIEW_IMAGE;
@@ -696,7 +538,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 	}
 	if (lk->kind == EYTZ_VIEW_IMAGE)
 	{
-		uint32		done = eytz_image_search(&lk->image->img, lk->order, lk->next,
+		uint32		done = eytz_image_search(lk->index, &lk->image->img, lk->order, lk->next,
 											 lk->norder, lk->points ? NULL : lk->hi,
 											 max, lk->out, n);
 
@@ -792,8 +634,7 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 			break;
 	}
 	/* no buffer stays pinned while the executor has the matches */
-	reader_release(&lk->keypage);
-	reader_release(&lk->tidpage);
+	eytz_region_release(&lk->walk.cursor.region);
 	INSTR_TIME_SET_CURRENT(t1);
 	n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
 	INSTR_TIME_SET_CURRENT(t2);

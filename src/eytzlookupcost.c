@@ -34,6 +34,7 @@
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
 
+/* Levels a search visits, at least one (an empty index still costs a look) */
 static double
 levels_of(const EytzMetaPageData *meta)
 {
@@ -55,12 +56,14 @@ pages_key_cost(const EytzMetaPageData *meta)
 	return image_key_cost(meta) + cpu_operator_cost * PAGE_ACCESS_OPS * levels_of(meta);
 }
 
+/* Loading the image: every key and TID page read once */
 static Cost
 image_load_cost(const EytzMetaPageData *meta)
 {
 	return cpu_operator_cost * PAGE_LOAD_OPS * (meta->nkeypages + meta->ntidpages);
 }
 
+/* Uploading the image to the GPU: by the megabytes it copies */
 static Cost
 gpu_upload_cost(const EytzMetaPageData *meta)
 {

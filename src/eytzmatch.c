@@ -35,6 +35,10 @@ typedef struct RadixPass
 	int			shift;
 } RadixPass;
 
+/*
+ * qsort order of matches: TID, then row (qsort is not stable: for
+ * eytz_match_sort_keys, ties on tid keep the callers' numbering in "row")
+ */
 static int
 cmp_tid_row(const void *x, const void *y)
 {
@@ -48,18 +52,7 @@ cmp_tid_row(const void *x, const void *y)
 	return 0;
 }
 
-/* qsort is not stable: ties on tid keep the callers' numbering in "row" */
-static int
-cmp_tid_numbered(const void *x, const void *y)
-{
-	const EytzMatch *a = x;
-	const EytzMatch *b = y;
-
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return a->row < b->row ? -1 : a->row > b->row;
-}
-
+/* The radix digit of e that pass p sorts on */
 static inline uint32
 digit(const EytzMatch *e, const RadixPass *p)
 {
@@ -162,7 +155,7 @@ eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp)
 	if (n < 2)
 		return;
 	if (n < QSORT_BELOW)
-		qsort(m, n, sizeof(EytzMatch), cmp_tid_numbered);
+		qsort(m, n, sizeof(EytzMatch), cmp_tid_row);
 	else
 		radix_sort(m, n, tmp, false);
 }

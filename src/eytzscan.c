@@ -46,6 +46,7 @@ eytz_beginscan(Relation r, int nkeys, int norderbys)
 	return scan;
 }
 
+/* Forget the scan's search and its TIDs (rescan, end) */
 static void
 reset_scan(EytzScanOpaque so)
 {
@@ -67,6 +68,7 @@ eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 }
 
+/* Begin the search of the scan keys' ranges, with room for cap TIDs a call */
 static void
 start_search(IndexScanDesc scan, int cap)
 {
@@ -92,6 +94,7 @@ max_chunk(void)
 	return (int) Min(Max(n, EYTZ_FIRST_CHUNK), MaxAllocSize / sizeof(ItemPointerData));
 }
 
+/* qsort order of ItemPointerData */
 static int
 tid_cmp(const void *a, const void *b)
 {

@@ -30,18 +30,8 @@ struct EytzSearch
 	EytzMetaPageData meta;
 	EytzRange  *ranges;
 	int			nranges;
-	EytzRegionReader region;
-	uint64		level_end[64];	/* one past each level's last slot */
-
-	/* layout cursor */
 	int			range;			/* current range; nranges when done */
-	uint32		level;			/* current level of the range's descent */
-	uint64		node;			/* first slot of the path's node on level */
-	uint64		pos;			/* next slot of the level's run to emit */
-	bool		in_run;			/* pos is valid (the level's run has started) */
-	uint64		lb;				/* the path's bounds on the node's keys */
-	uint64		ub;
-	uint64		run_prev;		/* last key of the run emitted so far */
+	EytzRangeCursor cursor;		/* over the current range */
 
 	/* pending list cursor: whole pages, so a page is never half emitted */
 	EytzPendingReader pending;
@@ -50,41 +40,129 @@ struct EytzSearch
 	int			page_count;		/* -1: none */
 };
 
-static void
-start_range(EytzSearch *s)
+/* Set up c to read the layout of the generation meta describes */
+void
+eytz_cursor_begin(EytzRangeCursor *c, Relation index,
+				  const EytzMetaPageData *meta)
 {
-	s->level = 0;
-	s->node = 0;
-	s->in_run = false;
-	s->lb = 0;
-	s->ub = PG_UINT64_MAX;
+	uint32		l;
+
+	eytz_region_begin(&c->region, index, meta, NULL);
+	/* at most 64 levels: a level holds at least twice the entries above */
+	for (l = 0; l < meta->levels; l++)
+		c->level_end[l] = eytz_level_end(l, meta->fanout, meta->nentries);
+	eytz_cursor_start(c, 1, 0);
+	c->level = meta->levels;	/* no range yet */
+}
+
+/* Start the range [lo, hi] at the root */
+void
+eytz_cursor_start(EytzRangeCursor *c, uint64 lo, uint64 hi)
+{
+	c->lo = lo;
+	c->hi = hi;
+	c->level = 0;
+	c->node = 0;
+	c->in_run = false;
+	c->lb = 0;
+	c->ub = PG_UINT64_MAX;
 }
 
 static void
-out_of_order(EytzSearch *s, uint64 slot)
+out_of_order(EytzRangeCursor *c, uint64 slot)
 {
-	EYTZ_CORRUPT(s->index, s->meta.keys_start + slot / s->meta.keys_per_page,
+	EYTZ_CORRUPT(c->region.index,
+				 c->region.meta.keys_start + slot / c->region.meta.keys_per_page,
 				 "Key at slot " UINT64_FORMAT " is out of order with the keys on its search path.",
 				 slot);
+}
+
+/*
+ * Up to max more TIDs of live entries of the range; fewer than max when the
+ * range is done.  The caller releases the region's buffers
+ * (eytz_region_release) before it returns to the executor.
+ */
+int
+eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max)
+{
+	const EytzMetaPageData *m = &c->region.meta;
+	uint32		k = m->fanout;
+	int			got = 0;
+
+	while (got < max)
+	{
+		uint64		level_end;
+
+		if (!c->in_run && (c->level >= m->levels ||
+						   c->node >= c->level_end[c->level]))
+			break;				/* the range is done */
+		level_end = c->level_end[c->level];
+		if (!c->in_run)
+		{
+			uint64		keys[EYTZ_MAX_FANOUT];
+			uint32		nkeys = Min(k - 1, level_end - c->node);
+			uint32		i,
+						j = nkeys;
+
+			/*
+			 * The node's keys must ascend within the bounds of the path: a
+			 * damaged key would send the search into the wrong subtree.
+			 */
+			for (i = 0; i < nkeys; i++)
+			{
+				keys[i] = eytz_region_key(&c->region, c->node + i);
+				if (keys[i] < (i > 0 ? keys[i - 1] : c->lb) || keys[i] > c->ub)
+					out_of_order(c, c->node + i);
+				if (j == nkeys && keys[i] >= c->lo)
+					j = i;
+			}
+			if (j > 0)
+				c->lb = keys[j - 1];
+			if (j < nkeys)
+				c->ub = keys[j];
+			c->pos = c->node + j;
+			c->run_prev = c->lo;
+			c->in_run = true;
+			/* the child to descend to once this level's run is emitted */
+			c->node = eytz_child(c->node, j, k);
+		}
+		while (got < max && c->pos < level_end)
+		{
+			uint64		key = eytz_region_key(&c->region, c->pos);
+
+			if (key > c->hi)
+				break;
+			if (key < c->run_prev)
+				out_of_order(c, c->pos);
+			c->run_prev = key;
+			if (eytz_region_tid(&c->region, c->pos, &tids[got]))
+				got++;
+			c->pos++;
+		}
+		if (got < max)
+		{
+			/* the run ended: next level */
+			c->level++;
+			c->in_run = false;
+		}
+	}
+	return got;
 }
 
 EytzSearch *
 eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 {
 	EytzSearch *s = palloc0(sizeof(EytzSearch));
-	uint32		l;
 
 	s->index = index;
 	eytz_read_meta(index, &s->meta);
 	s->ranges = palloc(sizeof(EytzRange) * Max(nranges, 1));
 	memcpy(s->ranges, ranges, sizeof(EytzRange) * nranges);
 	s->nranges = nranges;
-	eytz_region_begin(&s->region, index, &s->meta, NULL);
-	/* at most 64 levels: a level holds at least twice the entries above */
-	for (l = 0; l < s->meta.levels; l++)
-		s->level_end[l] = eytz_level_end(l, s->meta.fanout, s->meta.nentries);
+	eytz_cursor_begin(&s->cursor, index, &s->meta);
 	s->range = s->meta.nentries > 0 ? 0 : nranges;
-	start_range(s);
+	if (s->range < nranges)
+		eytz_cursor_start(&s->cursor, ranges[0].lo, ranges[0].hi);
 	eytz_pending_begin(&s->pending, index, &s->meta);
 	s->pending_done = nranges == 0;
 	s->page = palloc(sizeof(EytzPendingEntry) * EYTZ_PENDING_PER_PAGE);
@@ -92,6 +170,7 @@ eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 	return s;
 }
 
+/* Is key in one of the sorted, disjoint ranges?  (binary search) */
 static inline bool
 key_in_ranges(uint64 key, const EytzRange *ranges, int nranges)
 {
@@ -112,80 +191,27 @@ key_in_ranges(uint64 key, const EytzRange *ranges, int nranges)
 	return false;
 }
 
-/* Emit up to max TIDs of layout entries; returns how many */
+/* Emit up to max TIDs of layout entries, range after range; returns how many */
 static int
 search_layout(EytzSearch *s, ItemPointerData *tids, int max)
 {
-	const EytzMetaPageData *m = &s->meta;
-	uint32		k = m->fanout;
 	int			got = 0;
 
 	while (s->range < s->nranges && got < max)
 	{
-		uint64		lo = s->ranges[s->range].lo;
-		uint64		hi = s->ranges[s->range].hi;
-		uint64		level_end;
+		int			want = max - got;
+		int			n = eytz_cursor_next(&s->cursor, tids + got, want);
 
-		if (!s->in_run && (s->level >= m->levels ||
-						   s->node >= s->level_end[s->level]))
+		got += n;
+		if (n < want && ++s->range < s->nranges)
 		{
 			/* this range is done: the next one starts at the root */
-			s->range++;
-			start_range(s);
+			eytz_cursor_start(&s->cursor, s->ranges[s->range].lo,
+							  s->ranges[s->range].hi);
 			CHECK_FOR_INTERRUPTS();
-			continue;
-		}
-		level_end = s->level_end[s->level];
-		if (!s->in_run)
-		{
-			uint64		keys[EYTZ_MAX_FANOUT];
-			uint32		nkeys = Min(k - 1, level_end - s->node);
-			uint32		i,
-						j = nkeys;
-
-			/*
-			 * The node's keys must ascend within the bounds of the path: a
-			 * damaged key would send the search into the wrong subtree.
-			 */
-			for (i = 0; i < nkeys; i++)
-			{
-				keys[i] = eytz_region_key(&s->region, s->node + i);
-				if (keys[i] < (i > 0 ? keys[i - 1] : s->lb) || keys[i] > s->ub)
-					out_of_order(s, s->node + i);
-				if (j == nkeys && keys[i] >= lo)
-					j = i;
-			}
-			if (j > 0)
-				s->lb = keys[j - 1];
-			if (j < nkeys)
-				s->ub = keys[j];
-			s->pos = s->node + j;
-			s->run_prev = lo;
-			s->in_run = true;
-			/* the child to descend to once this level's run is emitted */
-			s->node = eytz_child(s->node, j, k);
-		}
-		while (got < max && s->pos < level_end)
-		{
-			uint64		key = eytz_region_key(&s->region, s->pos);
-
-			if (key > hi)
-				break;
-			if (key < s->run_prev)
-				out_of_order(s, s->pos);
-			s->run_prev = key;
-			if (eytz_region_tid(&s->region, s->pos, &tids[got]))
-				got++;
-			s->pos++;
-		}
-		if (got < max)
-		{
-			/* the run ended: next level */
-			s->level++;
-			s->in_run = false;
 		}
 	}
-	eytz_region_release(&s->region);
+	eytz_region_release(&s->cursor.region);
 	return got;
 }
 
@@ -245,7 +271,7 @@ eytz_search_next(EytzSearch *s, ItemPointerData *tids, int max)
 void
 eytz_search_end(EytzSearch *s)
 {
-	eytz_region_release(&s->region);
+	eytz_region_release(&s->cursor.region);
 	pfree(s->ranges);
 	pfree(s->page);
 	pfree(s);

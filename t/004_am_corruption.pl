@@ -4,7 +4,9 @@
 # metapage's keys_per_page or key_width, a key, a page type, a TID offset in
 # the layout or in a pending entry, a cycle in the pending list).  Then every
 # scan must either answer like a sequential scan or fail with XX001/XX002
-# (never XX000, a wrong answer or a crash), eytzgpu_verify() must report the
+# (never XX000, a wrong answer or a crash), and so must the EytzGPU Join over
+# it, through the index pages (few outer rows) and through the CPU image
+# (many); eytzgpu_verify() must report the
 # damage, and eytzgpu_merge() must refuse to turn it into a valid-looking
 # index.
 use strict;
@@ -24,6 +26,11 @@ $node->safe_psql(
 	INSERT INTO t SELECT (random() * 2000)::int4, g FROM generate_series(1, 20000) g;
 	CREATE INDEX t_idx ON t USING eytzgpu (k) WITH (layout = eks, fanout = 5, pending_limit = 100000);
 	INSERT INTO t SELECT (random() * 2000)::int4, -g FROM generate_series(1, 1500) g;
+	CREATE TABLE o_few (k int4);
+	INSERT INTO o_few VALUES (NULL), (7), (1999), (2050);
+	CREATE TABLE o_many (k int4);
+	INSERT INTO o_many SELECT (random() * 2100)::int4 FROM generate_series(1, 40000) g;
+	ANALYZE;
 });
 my $file = $node->data_dir . '/'
   . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t_idx')");
@@ -39,6 +46,24 @@ my %reference;
 $reference{$_} = $node->safe_psql('postgres',
 	"SET enable_indexscan = off; SET enable_bitmapscan = off; $_")
   foreach @queries;
+
+# the join over the index, answered through the pages and through the image
+my $join_settings = 'SET enable_hashjoin = off; SET enable_mergejoin = off; '
+  . 'SET enable_nestloop = off; SET max_parallel_workers_per_gather = 0; '
+  . 'SET eytzgpu.device = cpu; SET eytzgpu.image_cache_limit = 0;';
+my %joins = (
+	'cpu (index pages)' =>
+	  'SELECT count(*), sum(t.v) FROM o_few o JOIN t ON t.k = o.k',
+	'cpu' => 'SELECT count(*), sum(t.v) FROM o_many o JOIN t ON t.k = o.k',);
+foreach my $device (sort keys %joins)
+{
+	my $q = $joins{$device};
+	my $plan = $node->safe_psql('postgres',
+		"$join_settings EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q");
+	like($plan, qr/Device: \Q$device\E\n/, "the join reads the index as $device");
+	$reference{$q} = $node->safe_psql('postgres',
+		"SET eytzgpu.enable_join = off; $q");
+}
 
 $node->stop;
 my $pristine = slurp_file($file);
@@ -104,6 +129,15 @@ foreach my $case (@cases)
 				: $state =~ /^XX00[12]$/,
 				"$what: $mode: $q answers right or reports corruption ($state)");
 		}
+	}
+	foreach my $device (sort keys %joins)
+	{
+		my $q = $joins{$device};
+		my ($state, $out) = run("$join_settings $q");
+		ok( $state eq ''
+			? $out eq $reference{$q}
+			: $state =~ /^XX00[12]$/,
+			"$what: the join through $device answers right or reports corruption ($state)");
 	}
 	my ($state) = run("SELECT eytzgpu_verify('t_idx')");
 	is($state, 'XX002', "$what: eytzgpu_verify reports it");
