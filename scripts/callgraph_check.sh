@@ -7,16 +7,9 @@
 # (issue 14).  Run after a build; exits non-zero and names the loop if there
 # is one.  Only objects of src/*.c that exist today are read (a stale object
 # of a removed file is ignored).
-#
-# KNOWN lists calls that close a circle and are being removed on another
-# branch; each must name why.  Remove the entry with the call.
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/../src"
-
-# eytzjoinexec.c reads eytz_batch_size, a GUC that eytzjoin.c defines (the
-# executor's own setting: it moves to eytzjoinexec.c on the exec branch)
-KNOWN='eytzjoinexec eytzjoin'
 
 defs=$(mktemp)
 edges=$(mktemp)
@@ -33,8 +26,7 @@ for o in "${objs[@]}"; do
 	# every file is a node, also one that calls no other
 	echo "$f $f" >>"$edges"
 	nm -u "$o" | awk '{ print $NF }' | sort -u |
-		join - <(sort -u "$defs") | awk -v f="$f" '$2 != f { print f, $2 }' |
-		grep -vxF "$KNOWN" >>"$edges" || true
+		join - <(sort -u "$defs") | awk -v f="$f" '$2 != f { print f, $2 }' >>"$edges"
 done
 if ! out=$(tsort "$edges" 2>&1 >/dev/null) || [ -n "$out" ]; then
 	echo "callgraph_check: a circle of calls among the C files:" >&2

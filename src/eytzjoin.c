@@ -49,7 +49,6 @@
 #include "eytzlookup.h"
 
 bool		eytz_enable_join = true;
-int			eytz_batch_size = 1048576;
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 

@@ -12,7 +12,7 @@
 
 #include "nodes/plannodes.h"
 
-/* GUCs (eytzjoin.c) */
+/* GUCs: enable_join (eytzjoin.c), batch_size (eytzjoinexec.c) */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
 

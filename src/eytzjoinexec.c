@@ -47,6 +47,9 @@
 #include "eytzlookup.h"
 
 #define EYTZ_FIRST_BATCH 1024
+
+/* eytzgpu.batch_size: the executor's own setting (registered by eytz_join_init) */
+int			eytz_batch_size = 1048576;
 /* the part of work_mem a chunk of matches takes; outer rows get the rest */
 #define EYTZ_CHUNK_SHARE 4
 #define EYTZ_MIN_CHUNK 64
