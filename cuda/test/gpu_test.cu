@@ -939,9 +939,12 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 	{
 		char		w2[200];
 
+		/* random keys of a wide domain repeat at times: EYTZGPU_UNIQUE only where none does */
+		bool		unique = std::adjacent_find(d.sk.begin(), d.sk.end()) == d.sk.end();
+
 		snprintf(w2, sizeof(w2), "%s built", what);
 		test_handle(d, hb, w2, quick);
-		test_join(d, hb, !dups, w2, quick);
+		test_join(d, hb, unique, w2, quick);
 		if (!tiny_run)
 			test_join_async(d, hb, w2, quick);
 		snprintf(w2, sizeof(w2), "%s soa", what);
@@ -950,7 +953,7 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 		snprintf(w2, sizeof(w2), "%s aos", what);
 		test_handle(d, ha, w2, quick);
 		if (!quick)
-			test_join(d, ha, !dups, w2, quick);
+			test_join(d, ha, unique, w2, quick);
 	}
 	eytzgpu_free(hb);
 	eytzgpu_free(hs);
