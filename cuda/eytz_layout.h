@@ -174,6 +174,33 @@ eytz_sorted_rank(const EytzShape *shape, uint64_t t)
 }
 
 /*
+ * GPU copies: an AoS tile holds 2^p entries, one node (k - 1 entries) but
+ * at least 8 bytes of keys (alignment of the payloads behind them).
+ */
+EYTZ_HD uint32_t
+eytz_aos_tile_log2(uint32_t k, int key_width)
+{
+	uint32_t	p = 0;
+
+	while ((1u << p) < k - 1)
+		p++;
+	if (((uint32_t) key_width << p) % 8 != 0)
+		p = 1;
+	return p;
+}
+
+/* GPU copies: slots to allocate, n rounded up to whole nodes and whole AoS tiles */
+EYTZ_HD uint64_t
+eytz_padded_slots(uint64_t n, uint32_t k, int key_width)
+{
+	uint64_t	unit = (uint64_t) 1 << eytz_aos_tile_log2(k, key_width);
+
+	if (unit < k - 1)
+		unit = k - 1;
+	return (n + unit - 1) / unit * unit;
+}
+
+/*
  * A TID (block, offset) packed into 48 bits of a 64-bit payload, ordered like
  * ItemPointerCompare.  The GPU copy stores payloads in this form.
  */

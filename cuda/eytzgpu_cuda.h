@@ -63,6 +63,7 @@ extern "C"
 #define EYTZGPU_PIN_ON			0x0800u
 #define EYTZGPU_PIN_MASK		0x0C00u
 #define EYTZGPU_POISON			0x1000u	/* testing: fill device outputs with 0xFF first */
+#define EYTZGPU_UNIQUE			0x2000u	/* the caller knows the keys are unique: one match per point at most */
 
 /* What probe reports */
 typedef struct EytzGpuInfo
@@ -142,6 +143,75 @@ extern int	eytzgpu_build(int device, const void *keys, const uint64_t *payloads,
 extern int	eytzgpu_lookup(EytzGpuIndex *idx, const void *lo, const void *hi,
 						   uint64_t nq, uint32_t flags, EytzGpuResult *res,
 						   char *errbuf, size_t errlen);
+
+/*
+ * Result of one join-shaped batch (eytzgpu_lookup_join): the matches of the
+ * first nq_done queries as pairs (payloads[j], rows[j]), j < nmatch, sorted
+ * by payload, then row; tombstones (a payload whose block part, payload >>
+ * 16, is 0xFFFFFFFF) are dropped.  Both arrays live in pinned host memory
+ * owned by the handle (one of its two result sets) and stay valid until the
+ * wait of the next batch returns (or the handle is freed).
+ */
+typedef struct EytzGpuJoinResult
+{
+	const uint64_t *payloads;
+	const uint32_t *rows;
+	uint64_t	nmatch;
+	uint64_t	nq_done;		/* queries answered: a prefix of the batch */
+	uint32_t	strategy;		/* EYTZGPU_STRAT_* | EYTZGPU_REORDER_* | EYTZGPU_PIN_* used */
+	int			point_mode;		/* one match per query at most: no count pass ran */
+	float		kernel_ms;		/* device time of the kernels (lookups, sort), CUDA events */
+	float		transfer_ms;	/* device time of the copies in and out */
+	float		total_ms;		/* wall time from the submit to the end of the wait */
+} EytzGpuJoinResult;
+
+/*
+ * Look up a batch for a join: query i is the range [lo[i], hi[i]] of 64-bit
+ * encoded keys (hi == NULL: points, hi = lo), asked for by the caller's row
+ * rows[i].  Keys are narrowed to the index's width on the GPU (the low 4
+ * bytes for a 4-byte index).  The answer covers the longest prefix of the
+ * queries, in the caller's order, whose matches (tombstones counted) number
+ * at most max_matches: res->nq_done queries, 0 when query 0 alone has more
+ * (walk it on the CPU).  Point batches take the point fast paths, with no
+ * count pass, when the index's keys are unique (checked at upload/build) or
+ * flags has EYTZGPU_UNIQUE (then one of a key's matches is returned).
+ * flags: EYTZGPU_STRAT_* / _REORDER_* / _PIN_* as for eytzgpu_lookup,
+ * EYTZGPU_UNIQUE, EYTZGPU_POISON.  nq < 2^31; payloads must not equal
+ * EYTZGPU_NO_MATCH.  The same as eytzgpu_lookup_join_submit, then
+ * eytzgpu_lookup_join_wait.
+ */
+extern int	eytzgpu_lookup_join(EytzGpuIndex *idx, const uint64_t *lo, const uint64_t *hi,
+								const uint32_t *rows, uint64_t nq, uint64_t max_matches,
+								uint32_t flags, EytzGpuJoinResult *res,
+								char *errbuf, size_t errlen);
+
+/*
+ * Start a join batch (the arguments of eytzgpu_lookup_join) and return
+ * while the GPU works; at most one batch is in flight per handle.  The
+ * inputs are copied into the pinned input set of this batch, so the caller
+ * may reuse its arrays at once; arrays obtained from
+ * eytzgpu_lookup_join_inputs for this batch are used in place (no copy).
+ * The results of the previous batch stay readable until this batch's wait
+ * returns.  Ranges (or duplicate keys) need a count pass, after which this
+ * call waits for the count before it returns (to size the results).
+ */
+extern int	eytzgpu_lookup_join_submit(EytzGpuIndex *idx, const uint64_t *lo, const uint64_t *hi,
+									   const uint32_t *rows, uint64_t nq, uint64_t max_matches,
+									   uint32_t flags, char *errbuf, size_t errlen);
+
+/* Wait for the batch in flight and describe its result (EYTZGPU_EINVAL if none) */
+extern int	eytzgpu_lookup_join_wait(EytzGpuIndex *idx, EytzGpuJoinResult *res,
+									 char *errbuf, size_t errlen);
+
+/*
+ * Pinned input arrays for the next submitted batch of up to nq queries
+ * (*hi only when hi is not NULL): a caller that fills them and passes them
+ * to eytzgpu_lookup_join(_submit) saves the copy into pinned memory.  Valid
+ * until that submit; not while another batch's inputs are still wanted.
+ */
+extern int	eytzgpu_lookup_join_inputs(EytzGpuIndex *idx, uint64_t nq, uint64_t **lo,
+									   uint64_t **hi, uint32_t **rows,
+									   char *errbuf, size_t errlen);
 
 /* Release a handle and all its device and pinned memory.  NULL is a no-op. */
 extern void eytzgpu_free(EytzGpuIndex *idx);

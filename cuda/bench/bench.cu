@@ -11,7 +11,7 @@
  * on stdout and in the file given by --csv, and a summary at the end.
  *
  *   eytz_bench [--csv FILE] [--quick] [sections...]
- *   sections: build lookup zipf sorted range dups u64 xfer (default: all), fast (only when named)
+ *   sections: build lookup zipf sorted range dups u64 xfer (default: all), fast api (only when named)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@
 #include <thrust/binary_search.h>
 #include <thrust/execution_policy.h>
 
+#include "eytzgpu_cuda.h"
 #include "eytz_kernels.cuh"
 
 using namespace eytzk;
@@ -229,43 +230,17 @@ template <class KT>
 static Idx<KT>
 idx_of(const Bench<KT> &b, uint32_t k, bool aos)
 {
-	Idx<KT>		ix;
-	EytzShape	sh = eytz_shape(b.n, k);
-
-	memset(&ix, 0, sizeof(ix));
-	ix.n = b.n;
-	ix.k = k;
-	while ((1u << ix.p) < k - 1)
-		ix.p++;
-	ix.levels = sh.levels;
-	ix.tp = aos_tile_log2(k, sizeof(KT));
-	ix.tile_bytes = (uint32_t) ((sizeof(KT) + 8) << ix.tp);
 	if (k == 2)
-	{
-		ix.keys = b.ek2;
-		ix.pays = b.ep2;
-	}
-	else if (aos)
-		ix.aos = b.aos9;
-	else
-	{
-		ix.keys = b.ek9;
-		ix.pays = b.ep9;
-	}
-	return ix;
+		return make_idx<KT>(b.ek2, b.ep2, NULL, b.n, 2);
+	return make_idx<KT>(b.ek9, b.ep9, aos ? b.aos9 : NULL, b.n, 9);
 }
 
+/* The sorted arrays, for the binary search baseline */
 template <class KT>
 static Idx<KT>
 idx_sorted(const Bench<KT> &b)
 {
-	Idx<KT>		ix;
-
-	memset(&ix, 0, sizeof(ix));
-	ix.n = b.n;
-	ix.keys = b.sk;
-	ix.pays = b.sp;
-	return ix;
+	return make_idx<KT>(b.sk, b.sp, NULL, b.n, 2);
 }
 
 /* Sort pairs into sk/sp (tmp buffers of n), the build's first step */
@@ -286,7 +261,7 @@ static Bench<KT>
 make_bench(uint64_t n, uint64_t rep, bool want_soa9)
 {
 	Bench<KT>	b;
-	uint64_t	pad = padded_slots(n, 9, sizeof(KT)) + 8;
+	uint64_t	pad = eytz_padded_slots(n, 9, sizeof(KT)) + 8;
 	KT		   *k0,
 			   *k1,
 			   *sk;
@@ -295,7 +270,7 @@ make_bench(uint64_t n, uint64_t rep, bool want_soa9)
 			   *sp;
 	void	   *temp = NULL;
 	size_t		tb = 0;
-	uint32_t	tp = aos_tile_log2(9, sizeof(KT));
+	uint32_t	tp = eytz_aos_tile_log2(9, sizeof(KT));
 	uint32_t	tile = (uint32_t) ((sizeof(KT) + 8) << tp);
 
 	memset(&b, 0, sizeof(b));
@@ -383,7 +358,7 @@ make_work(uint64_t nq, uint64_t out_cap, KT mn, KT mx)
 	CK(cudaMalloc(&w.out, (out_cap ? out_cap : 1) * 8));
 	w.out_cap = out_cap;
 	CK(reorder_chunked_temp(nq, &a));
-	CK(cub::DeviceScan::ExclusiveSum(NULL, b, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1)));
+	CK(csr_temp_bytes(nq, &b));
 	w.tb = a > b ? a : b;
 	CK(cudaMalloc(&w.temp, w.tb));
 	w.mn = mn;
@@ -456,17 +431,12 @@ run_csr(const Bench<KT> &b, const Var &v, const KT *lo, const KT *hi, uint64_t n
 	double		ms;
 	auto		f = [&] {
 		Qs<KT>		qs = {lo, hi, NULL, nq};
-		Outs		o = {NULL, w.cnt, w.first};
-		size_t		tb = w.tb;
+		CsrBufs		cb = {w.cnt, w.off, w.first, w.out, w.temp, w.tb};
 
 		if (v.logc)
 			CK(reorder_chunked<KT>(qs, w.mn, w.mx, Reorder{v.logc, v.bits}, w.comp_a, w.comp_b, w.temp, w.tb, 0));
-		CK((launch_lookup<KT, MODE_COUNT>(ix, qs, o, cfg, 0)));
-		CK(cudaMemsetAsync(w.cnt + nq, 0, 8));
-		CK(cub::DeviceScan::ExclusiveSum(w.temp, tb, w.cnt, w.off, (int) (nq + 1)));
-		o.pay = w.out;
-		o.counts = w.off;
-		CK((launch_lookup<KT, MODE_FILL>(ix, qs, o, cfg, 0)));
+		CK(csr_count<KT>(ix, qs, cfg, false, cb, 0));
+		CK(csr_fill<KT>(ix, qs, cfg, false, cb, 0));
 	};
 
 	ms = time_ms(f, 5);
@@ -613,7 +583,7 @@ static void
 bench_build(int log2n)
 {
 	uint64_t	n = (uint64_t) 1 << log2n;
-	uint64_t	pad = padded_slots(n, 9, sizeof(KT)) + 8;
+	uint64_t	pad = eytz_padded_slots(n, 9, sizeof(KT)) + 8;
 	KT		   *k0,
 			   *k1,
 			   *kin,
@@ -624,7 +594,7 @@ bench_build(int log2n)
 			   *sp;
 	void	   *temp;
 	size_t		tb = 0;
-	uint32_t	tp = aos_tile_log2(9, sizeof(KT));
+	uint32_t	tp = eytz_aos_tile_log2(9, sizeof(KT));
 	uint32_t	tile = (uint32_t) ((sizeof(KT) + 8) << tp);
 	unsigned char *aos;
 	double		ms_sort,
@@ -1083,7 +1053,7 @@ bench_fast(const std::vector<int> &sizes)
 				if (g.kb == 16 && g.sb == 8)
 				{
 					/* the steps alone (buffers hold the full run's data) */
-					ms = time_ms([&] { CK(sorted_point_sort<KT>(q, nq, mn, mx, 16, sw, false, 0)); });
+					ms = time_ms([&] { CK(sorted_point_sort<KT>(q, NULL, nq, mn, mx, 16, sw, false, 0)); });
 					row("step_sort16_iota", ms, false);
 					ms = time_ms([&] { CK((sorted_point_lookup<KT, false>(ix9, nq, out, cfg0, 8, sw, 0))); });
 					row("step_lookup_sorted16", ms, false);
@@ -1100,7 +1070,7 @@ bench_fast(const std::vector<int> &sizes)
 			auto		fused_items = [&](const char *name, auto items) {
 				CK(cudaMemset(out, 0xFF, nq * 8));
 				ms = time_ms([&] {
-					CK(sorted_point_sort<KT>(q, nq, mn, mx, 16, sw, false, 0));
+					CK(sorted_point_sort<KT>(q, NULL, nq, mn, mx, 16, sw, false, 0));
 					CK((sorted_point_fused<KT, false, decltype(items)::value>(ix9, nq, out, sw, 0)));
 				});
 				check_point(b, q, out, nq, name);
@@ -1143,6 +1113,153 @@ bench_fast(const std::vector<int> &sizes)
 	cudaFree(q);
 	cudaFree(out);
 	sorted_work_free<KT>(sw);
+}
+
+/*
+ * Section "api": the C API as the extension calls it, at 2^25 point lookups:
+ * eytzgpu_lookup_join with 64-bit keys and rows in host arrays (the caller's
+ * own, or the handle's pinned inputs filled in place), sorted (payload, row)
+ * pairs out; against the pinned transfer of those bytes (keys and rows in,
+ * payloads and rows out) timed in the same run.  Also the CSR API
+ * (eytzgpu_lookup) on 32-bit keys.  Wall times are the medians of reps calls.
+ */
+static void
+bench_api(const std::vector<int> &sizes)
+{
+	uint64_t	nq = (uint64_t) 1 << (quick ? 22 : 25);
+	std::vector<uint64_t> hq(nq);
+	std::vector<uint32_t> hq32(nq),
+				hrows(nq);
+	uint32_t   *dq;
+	void	   *xh,
+			   *xd;
+	char		err[256];
+
+	CK(cudaMalloc(&dq, nq * 4));
+	CK(cudaMallocHost(&xh, nq * 12));
+	CK(cudaMalloc(&xd, nq * 12));
+	memset(xh, 1, nq * 12);
+	for (uint64_t i = 0; i < nq; i++)
+		hrows[i] = (uint32_t) i;
+	for (int log2n : sizes)
+	{
+		uint64_t	n = (uint64_t) 1 << log2n;
+		Bench<uint32_t> b = make_bench<uint32_t>(n, 1, true);
+		std::vector<uint32_t> ek(n);
+		std::vector<uint64_t> ep(n);
+		EytzGpuIndex *h = NULL;
+		std::vector<double> wall_own,
+					wall_in,
+					kern,
+					xfer,
+					kern_csr;
+		double		ref;
+		auto		med = [](std::vector<double> &v) {
+			std::sort(v.begin(), v.end());
+			return v[v.size() / 2];
+		};
+		auto		check = [&](const EytzGpuJoinResult &r, const char *what) {
+			/* every query is present: nq pairs, payload p is the key of row p's query, ascending */
+			bool		ok = r.nmatch == nq && r.nq_done == nq;
+
+			for (uint64_t s = 0; ok && s < 4096; s++)
+			{
+				uint64_t	j = (nq - 1) * s / 4095;
+
+				ok = host_mix32((uint32_t) r.payloads[j] ^ (uint32_t) 0x1234567) == (uint32_t) hq[r.rows[j]] &&
+					(j == 0 || r.payloads[j - 1] <= r.payloads[j]);
+			}
+			if (!ok)
+			{
+				fprintf(stderr, "CHECK FAILED: api %s at 2^%d\n", what, log2n);
+				exit(1);
+			}
+		};
+
+		k_gen_uniform<uint32_t><<<GEN_GRID, 256>>>(dq, nq, b.sk, n, 5);
+		CK(cudaMemcpy(hq32.data(), dq, nq * 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(ek.data(), b.ek9, n * 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(ep.data(), b.ep9, n * 8, cudaMemcpyDeviceToHost));
+		free_bench(b);
+		for (uint64_t i = 0; i < nq; i++)
+			hq[i] = hq32[i];
+		if (eytzgpu_upload(0, ek.data(), ep.data(), n, 4, 9, 0, &h, NULL, err, sizeof(err)) != EYTZGPU_OK)
+		{
+			fprintf(stderr, "api: upload failed: %s\n", err);
+			exit(1);
+		}
+		ref = time_ms([&] {
+			CK(cudaMemcpyAsync(xd, xh, nq * 12, cudaMemcpyHostToDevice));
+			CK(cudaMemcpyAsync(xh, xd, nq * 12, cudaMemcpyDeviceToHost));
+		});
+		for (int r = 0; r <= reps; r++)
+		{
+			EytzGpuJoinResult res;
+			EytzGpuResult cres;
+			uint64_t   *plo;
+			uint32_t   *prows;
+
+			/* the caller's own arrays */
+			if (eytzgpu_lookup_join(h, hq.data(), NULL, hrows.data(), nq, UINT64_MAX, 0, &res, err,
+									sizeof(err)) != EYTZGPU_OK)
+			{
+				fprintf(stderr, "api: join failed: %s\n", err);
+				exit(1);
+			}
+			check(res, "join");
+			if (r > 0)
+				wall_own.push_back(res.total_ms);
+			/* inputs filled in place (the fill is the caller's work, not timed) */
+			if (eytzgpu_lookup_join_inputs(h, nq, &plo, NULL, &prows, err, sizeof(err)) != EYTZGPU_OK)
+			{
+				fprintf(stderr, "api: join inputs failed: %s\n", err);
+				exit(1);
+			}
+			memcpy(plo, hq.data(), nq * 8);
+			memcpy(prows, hrows.data(), nq * 4);
+			if (eytzgpu_lookup_join(h, plo, NULL, prows, nq, UINT64_MAX, 0, &res, err, sizeof(err)) != EYTZGPU_OK)
+			{
+				fprintf(stderr, "api: join in place failed: %s\n", err);
+				exit(1);
+			}
+			check(res, "join in place");
+			if (eytzgpu_lookup(h, hq32.data(), NULL, nq, 0, &cres, err, sizeof(err)) != EYTZGPU_OK ||
+				cres.total != nq)
+			{
+				fprintf(stderr, "api: lookup failed: %s\n", err);
+				exit(1);
+			}
+			if (r == 0)
+				continue;
+			wall_in.push_back(res.total_ms);
+			kern.push_back(res.kernel_ms);
+			xfer.push_back(res.transfer_ms);
+			kern_csr.push_back(cres.kernel_ms);
+		}
+		{
+			double		wo = med(wall_own),
+						wi = med(wall_in),
+						k = med(kern),
+						x = med(xfer),
+						kc = med(kern_csr);
+			char		s[400];
+
+			emit("api", 32, log2n, "pinned_transfer_ref", (double) nq, ref, ref * 1e6 / nq, nq * 24.0);
+			emit("api", 32, log2n, "join_caller_arrays", (double) nq, wo, wo * 1e6 / nq, 0);
+			emit("api", 32, log2n, "join_inputs_in_place", (double) nq, wi, wi * 1e6 / nq, 0);
+			emit("api", 32, log2n, "join_kernel", (double) nq, k, k * 1e6 / nq, 0);
+			emit("api", 32, log2n, "join_transfer", (double) nq, x, x * 1e6 / nq, 0);
+			emit("api", 32, log2n, "csr_lookup_kernel", (double) nq, kc, kc * 1e6 / nq, 0);
+			snprintf(s, sizeof(s), "api     32-bit n=2^%-2d join: caller arrays %.2f ms (%.2fx), in place %.2f ms "
+					 "(%.2fx) of pinned transfer %.2f ms; kernels %.3f, copies %.3f; CSR lookup kernels %.3f",
+					 log2n, wo, wo / ref, wi, wi / ref, ref, k, x, kc);
+			summary.push_back(s);
+		}
+		eytzgpu_free(h);
+	}
+	cudaFree(dq);
+	cudaFreeHost(xh);
+	cudaFree(xd);
 }
 
 int
@@ -1201,6 +1318,8 @@ main(int argc, char **argv)
 									  : std::vector<int>{15, 18, 21, 24, 26, 28});
 	if (!secs.empty() && on(secs, "fast"))
 		bench_fast<uint32_t>(quick ? std::vector<int>{15, 20, 24} : std::vector<int>{15, 21, 22, 23, 24, 26, 28});
+	if (!secs.empty() && on(secs, "api"))
+		bench_api(quick ? std::vector<int>{15, 20} : std::vector<int>{15, 21, 24, 28});
 	if (on(secs, "dups"))
 		bench_dups<uint32_t>(quick ? 22 : 26);
 	if (on(secs, "u64"))

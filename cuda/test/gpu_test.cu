@@ -24,6 +24,7 @@
 
 static int	passed,
 			failed;
+static bool tiny_run;			/* --tiny (racecheck): the join API once per case */
 static uint64_t rng_state;
 
 static uint64_t
@@ -48,11 +49,20 @@ struct Data
 	uint64_t	kmax;			/* largest key value of the width */
 };
 
+/* Payloads: heap-like TIDs; with tombstones (the last entries); spread over 2^48 (no one-key join sort) */
+enum PayKind
+{
+	PAYS_TIDS = 0,
+	PAYS_TOMBSTONES = 1,
+	PAYS_WIDE = 2
+};
+
 static void
-make_data(Data &d, int kw, uint32_t k, uint64_t n, bool dups)
+make_data(Data &d, int kw, uint32_t k, uint64_t n, bool dups, int pays = PAYS_TIDS)
 {
 	uint64_t	i;
 	uint64_t	dom;
+	uint64_t	tombs = pays == PAYS_TOMBSTONES ? std::min<uint64_t>(n / 16 + 1, 60000) : 0;
 
 	d.kw = kw;
 	d.k = k;
@@ -69,8 +79,13 @@ make_data(Data &d, int kw, uint32_t k, uint64_t n, bool dups)
 		if (kw == 4)
 			key &= 0xFFFFFFFFull;
 		d.keys[i] = key;
-		/* ascending payloads, like a heap scan's TIDs */
-		d.pays[i] = eytz_pack_tid((uint32_t) (i / 50 + 1), (uint16_t) (i % 50 + 1));
+		/* ascending payloads, like a heap scan's TIDs (tombstones: block 0xFFFFFFFF, last) */
+		if (pays == PAYS_WIDE)
+			d.pays[i] = ((i * 2654435ull + 1) << 16) | (i % 60000 + 1);
+		else if (i + tombs >= n)
+			d.pays[i] = eytz_pack_tid(0xFFFFFFFFu, (uint16_t) (i + tombs - n + 1));
+		else
+			d.pays[i] = eytz_pack_tid((uint32_t) (i / 50 + 1), (uint16_t) (i % 50 + 1));
 	}
 	d.ek.resize(n);
 	d.ep.resize(n);
@@ -282,7 +297,7 @@ test_point_kernels(const Data &d, bool quick)
 {
 	using namespace eytzk;
 	uint64_t	n = d.n,
-				pad = padded_slots(n, d.k, sizeof(KT));
+				pad = eytz_padded_slots(n, d.k, sizeof(KT));
 	std::vector<uint64_t> lo,
 				hi;
 	uint64_t	nq = quick ? 300 : 5000;
@@ -293,7 +308,7 @@ test_point_kernels(const Data &d, bool quick)
 			   *dsp = NULL,
 			   *dout = NULL;
 	unsigned char *daos = NULL;
-	uint32_t	tp = aos_tile_log2(d.k, sizeof(KT));
+	uint32_t	tp = eytz_aos_tile_log2(d.k, sizeof(KT));
 	uint32_t	tb = (uint32_t) ((sizeof(KT) + 8) << tp);
 
 	make_queries(d, nq, false, lo, hi);
@@ -363,32 +378,15 @@ test_point_kernels(const Data &d, bool quick)
 		Qs<KT>		qs = {dq, NULL, NULL, nq};
 		Outs		o = {dout, NULL, NULL};
 		Cfg			cfg = {vs[v].algo, vs[v].lsort, vs[v].pin, vs[v].bps};
-		EytzShape	sh = eytz_shape(n, d.k);
 		cudaError_t e;
 		bool		ok = true;
 
 		if (vs[v].algo == ALGO_GROUP && d.k == 2)
 			continue;
-		memset(&ix, 0, sizeof(ix));
-		ix.n = n;
-		ix.k = d.k;
-		while ((1u << ix.p) < d.k - 1)
-			ix.p++;
-		ix.levels = sh.levels;
-		ix.tp = tp;
-		ix.tile_bytes = tb;
 		if (vs[v].algo == ALGO_BS)
-		{
-			ix.keys = dsk;
-			ix.pays = dsp;
-		}
-		else if (vs[v].aos)
-			ix.aos = daos;
+			ix = make_idx<KT>(dsk, dsp, NULL, n, d.k);
 		else
-		{
-			ix.keys = dk;
-			ix.pays = dp;
-		}
+			ix = make_idx<KT>(dk, dp, vs[v].aos ? daos : NULL, n, d.k);
 		cudaMemset(dout, 0xAB, nq * 8);
 		e = cudaSuccess;
 		if (vs[v].logc)
@@ -436,7 +434,6 @@ test_point_kernels(const Data &d, bool quick)
 		for (int f = 0; okw && f < 12; f++)
 		{
 			Idx<KT>		ix;
-			EytzShape	sh = eytz_shape(n, d.k);
 			Cfg			cfg = {ALGO_SINGLE, false, (uint32_t) (f == 6 ? 16 * 1024 : 0), 0};
 			KT			mn = n ? (KT) d.sk[0] : 0,
 						mx = n ? (KT) d.sk[n - 1] : 0;
@@ -444,21 +441,7 @@ test_point_kernels(const Data &d, bool quick)
 			cudaError_t e = cudaSuccess;
 			bool		ok = true;
 
-			memset(&ix, 0, sizeof(ix));
-			ix.n = n;
-			ix.k = d.k;
-			while ((1u << ix.p) < d.k - 1)
-				ix.p++;
-			ix.levels = sh.levels;
-			ix.tp = tp;
-			ix.tile_bytes = tb;
-			if (f == 3 || f == 5 || f == 10)
-				ix.aos = daos;
-			else
-			{
-				ix.keys = dk;
-				ix.pays = dp;
-			}
+			ix = make_idx<KT>(dk, dp, f == 3 || f == 5 || f == 10 ? daos : NULL, n, d.k);
 			if (f <= 3 && !smem_point_fits(ix))
 				continue;
 			cudaMemset(dout, 0xAB, nq * 8);
@@ -555,7 +538,7 @@ test_fused_sizes(int kw, uint32_t k, bool quick)
 	uint64_t	maxq = 0;
 
 	make_data(d, kw, k, n, rnd() % 2);
-	pad = padded_slots(n, k, sizeof(KT));
+	pad = eytz_padded_slots(n, k, sizeof(KT));
 	if (!quick)
 	{
 		sizes.push_back(((uint64_t) 1 << 19) + 1);
@@ -577,10 +560,8 @@ test_fused_sizes(int kw, uint32_t k, bool quick)
 			   *dout = NULL;
 	SortedWork<KT> sw;
 	Idx<KT>		ix;
-	EytzShape	sh = eytz_shape(n, k);
 	Cfg			cfg = {ALGO_SINGLE, false, 0, 0};
 
-	memset(&ix, 0, sizeof(ix));
 	for (uint64_t i = 0; i < n; i++)
 	{
 		ek[i] = (KT) d.ek[i];
@@ -594,13 +575,7 @@ test_fused_sizes(int kw, uint32_t k, bool quick)
 	}
 	cudaMemcpy(dk, ek.data(), pad * sizeof(KT), cudaMemcpyHostToDevice);
 	cudaMemcpy(dp, ep.data(), pad * 8, cudaMemcpyHostToDevice);
-	ix.keys = dk;
-	ix.pays = dp;
-	ix.n = n;
-	ix.k = k;
-	while ((1u << ix.p) < k - 1)
-		ix.p++;
-	ix.levels = sh.levels;
+	ix = make_idx<KT>(dk, dp, NULL, n, k);
 	for (size_t si = 0; si < 2 * sizes.size(); si++)
 	{
 		uint64_t	nq = sizes[si / 2];
@@ -642,6 +617,289 @@ test_fused_sizes(int kw, uint32_t k, bool quick)
 	cudaFree(dout);
 }
 
+/* ---- join-shaped lookups (eytzgpu_lookup_join) ---- */
+
+typedef std::vector<std::pair<uint64_t, uint32_t>> Pairs;
+
+/* The expected answer of a join batch: the prefix of queries, its live (payload, row) pairs sorted */
+static uint64_t
+join_ref(const Data &d, const uint64_t *lo, const uint64_t *hi, const uint32_t *rows, uint64_t nq,
+		 uint64_t max_matches, Pairs &pairs)
+{
+	uint64_t	mask = d.kw == 4 ? 0xFFFFFFFFull : ~0ull;
+	uint64_t	sum = 0;
+
+	pairs.clear();
+	for (uint64_t i = 0; i < nq; i++)
+	{
+		uint64_t	first,
+					c = eytzref_sorted_range(d.sk.data(), d.n, lo[i] & mask, (hi ? hi[i] : lo[i]) & mask, &first);
+
+		if (sum + c > max_matches)
+		{
+			std::sort(pairs.begin(), pairs.end());
+			return i;
+		}
+		sum += c;
+		for (uint64_t r = first; r < first + c; r++)
+			if (eytz_tid_block(d.sp[r]) != 0xFFFFFFFFu)
+				pairs.push_back(std::make_pair(d.sp[r], rows[i]));
+	}
+	std::sort(pairs.begin(), pairs.end());
+	return nq;
+}
+
+static bool
+join_ok(const Pairs &ref, uint64_t ref_done, const EytzGpuJoinResult &res, const char *what)
+{
+	if (res.nq_done != ref_done || res.nmatch != ref.size())
+	{
+		FAIL("%s: %llu queries, %llu pairs; expected %llu, %llu", what, (unsigned long long) res.nq_done,
+			 (unsigned long long) res.nmatch, (unsigned long long) ref_done, (unsigned long long) ref.size());
+		return false;
+	}
+	for (uint64_t j = 0; j < ref.size(); j++)
+		if (res.payloads[j] != ref[j].first || res.rows[j] != ref[j].second)
+		{
+			FAIL("%s: pair %llu is (%llx, %u), expected (%llx, %u)", what, (unsigned long long) j,
+				 (unsigned long long) res.payloads[j], res.rows[j], (unsigned long long) ref[j].first,
+				 ref[j].second);
+			return false;
+		}
+	return true;
+}
+
+/* A join batch: keys (for 4-byte indexes at times with junk in the high bytes) and random rows */
+static void
+join_batch(const Data &d, uint64_t nq, bool ranges, std::vector<uint64_t> &lo, std::vector<uint64_t> &hi,
+		   std::vector<uint32_t> &rows)
+{
+	bool		junk = d.kw == 4 && rnd() % 2;
+
+	make_queries(d, nq, ranges, lo, hi);
+	rows.resize(nq);
+	for (uint64_t i = 0; i < nq; i++)
+	{
+		rows[i] = (uint32_t) (rnd() % 4 == 0 ? rnd() % 64 : rnd());	/* repeats too */
+		if (junk)
+		{
+			lo[i] |= rnd() << 32;
+			if (ranges)
+				hi[i] |= rnd() << 32;
+		}
+	}
+}
+
+static const uint32_t join_flags[] = {
+	0,
+	EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_GLOBAL | EYTZGPU_PIN_ON,
+	EYTZGPU_STRAT_GROUP | EYTZGPU_REORDER_NONE | EYTZGPU_PIN_OFF,
+	EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_LOCAL | EYTZGPU_PIN_ON,
+	EYTZGPU_STRAT_EBS | EYTZGPU_PIN_OFF,
+	EYTZGPU_UNIQUE,
+};
+
+/*
+ * Join batches on one handle: points and ranges, every flag set, bounds
+ * that split the batch (no bound, a random one, 0), the walk of a whole
+ * batch in prefixes as a caller does it, poisoned device buffers.
+ */
+static void
+test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool quick)
+{
+	char		err[256];
+
+	for (int ranges = 0; ranges < 2; ranges++)
+	{
+		std::vector<uint64_t> lo,
+					hi;
+		std::vector<uint32_t> rows;
+		uint64_t	nq = quick ? 300 : 500 + rnd() % 1500;
+		uint64_t	matches = 0;
+		Pairs		ref;
+
+		join_batch(d, nq, ranges, lo, hi, rows);
+		for (uint64_t i = 0; i < nq; i++)
+		{
+			uint64_t	mask = d.kw == 4 ? 0xFFFFFFFFull : ~0ull,
+						first;
+
+			matches += eytzref_sorted_range(d.sk.data(), d.n, lo[i] & mask, (ranges ? hi[i] : lo[i]) & mask, &first);
+		}
+		for (size_t f = 0; f < sizeof(join_flags) / sizeof(join_flags[0]); f++)
+		{
+			uint64_t	all = UINT64_MAX;
+			uint64_t	maxes[3];
+
+			if (join_flags[f] == EYTZGPU_UNIQUE && !unique)
+				continue;		/* it promises unique keys */
+			if ((quick && (f == 3 || f == 4)) || (tiny_run && f > 0))
+				continue;
+			join_ref(d, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, all, ref);
+			maxes[0] = all;
+			maxes[1] = ref.size() ? rnd() % (ref.size() + 1) : 0;
+			maxes[2] = 0;
+			for (int m = 0; m < (tiny_run ? 1 : 3); m++)
+			{
+				EytzGpuJoinResult res;
+				uint64_t	done;
+				char		name[200];
+				int			rc;
+
+				snprintf(name, sizeof(name), "%s join %s flags=%#x max=%llu", what, ranges ? "range" : "point",
+						 join_flags[f], (unsigned long long) maxes[m]);
+				memset(&res, 0, sizeof(res));
+				rc = eytzgpu_lookup_join(h, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, maxes[m],
+										 join_flags[f] | EYTZGPU_POISON, &res, err, sizeof(err));
+				if (rc != EYTZGPU_OK)
+				{
+					FAIL("%s: rc=%d %s", name, rc, err);
+					continue;
+				}
+				done = join_ref(d, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, maxes[m], ref);
+				if (join_ok(ref, done, res, name))
+					passed++;
+			}
+		}
+		/* a caller's walk: prefixes under a bound, a query over it alone goes to the CPU */
+		if (!tiny_run)
+		{
+			uint64_t	bound = matches / 4 + 1 + rnd() % 8,
+						start = 0;
+			bool		ok = true;
+
+			while (start < nq && ok)
+			{
+				EytzGpuJoinResult res;
+				uint64_t	done,
+							first;
+				int			rc = eytzgpu_lookup_join(h, lo.data() + start, ranges ? hi.data() + start : NULL,
+													 rows.data() + start, nq - start, bound, 0, &res, err,
+													 sizeof(err));
+
+				if (rc != EYTZGPU_OK)
+				{
+					FAIL("%s join walk: rc=%d %s", what, rc, err);
+					ok = false;
+					break;
+				}
+				done = join_ref(d, lo.data() + start, ranges ? hi.data() + start : NULL, rows.data() + start,
+								nq - start, bound, ref);
+				ok = join_ok(ref, done, res, "join walk");
+				if (done == 0)
+				{
+					uint64_t	mask = d.kw == 4 ? 0xFFFFFFFFull : ~0ull;
+					uint64_t	h0 = ranges ? hi[start] : lo[start];
+
+					ok = ok && eytzref_sorted_range(d.sk.data(), d.n, lo[start] & mask, h0 & mask, &first) > bound;
+					done = 1;	/* the CPU's */
+				}
+				start += done;
+			}
+			if (ok)
+				passed++;
+		}
+	}
+}
+
+/*
+ * The asynchronous pair: results of batch i stay intact while batch i + 1
+ * runs (and until its wait returns); inputs filled in place; one batch in
+ * flight at a time.
+ */
+static void
+test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick)
+{
+	char		err[256];
+	std::vector<uint64_t> lo[3],
+				hi[3];
+	std::vector<uint32_t> rows[3];
+	uint64_t	nq[3] = {quick ? 200u : 3000u, quick ? 500u : 20000u, quick ? 300u : 50000u};
+	Pairs		ref[3];
+	uint64_t	done[3];
+	EytzGpuJoinResult res[3];
+	uint64_t   *plo,
+			   *phi;
+	uint32_t   *prows;
+	bool		ok = true;
+
+	for (int b = 0; b < 3; b++)
+	{
+		join_batch(d, nq[b], b == 1, lo[b], hi[b], rows[b]);
+		done[b] = join_ref(d, lo[b].data(), b == 1 ? hi[b].data() : NULL, rows[b].data(), nq[b], UINT64_MAX,
+						   ref[b]);
+	}
+	memset(res, 0, sizeof(res));
+	ok = eytzgpu_lookup_join(h, lo[0].data(), NULL, rows[0].data(), nq[0], UINT64_MAX, 0, &res[0], err,
+							 sizeof(err)) == EYTZGPU_OK && join_ok(ref[0], done[0], res[0], "async batch 0");
+	/* batch 1 (ranges) filled in place into the next set's pinned inputs */
+	ok = ok && eytzgpu_lookup_join_inputs(h, nq[1], &plo, &phi, &prows, err, sizeof(err)) == EYTZGPU_OK;
+	if (ok)
+	{
+		memcpy(plo, lo[1].data(), nq[1] * 8);
+		memcpy(phi, hi[1].data(), nq[1] * 8);
+		memcpy(prows, rows[1].data(), nq[1] * 4);
+		ok = eytzgpu_lookup_join_submit(h, plo, phi, prows, nq[1], UINT64_MAX, EYTZGPU_POISON, err,
+										sizeof(err)) == EYTZGPU_OK;
+	}
+	/* while it runs: batch 0 intact, no second batch, no copy of this one's inputs wanted */
+	ok = ok && join_ok(ref[0], done[0], res[0], "async batch 0 during batch 1");
+	ok = ok && eytzgpu_lookup_join_submit(h, lo[2].data(), NULL, rows[2].data(), nq[2], UINT64_MAX, 0, err,
+										  sizeof(err)) == EYTZGPU_EINVAL;
+	ok = ok && eytzgpu_lookup_join_wait(h, &res[1], err, sizeof(err)) == EYTZGPU_OK &&
+		join_ok(ref[1], done[1], res[1], "async batch 1");
+	ok = ok && eytzgpu_lookup_join_submit(h, lo[2].data(), NULL, rows[2].data(), nq[2], UINT64_MAX, EYTZGPU_POISON,
+										  err, sizeof(err)) == EYTZGPU_OK;
+	ok = ok && join_ok(ref[1], done[1], res[1], "async batch 1 during batch 2");
+	ok = ok && eytzgpu_lookup_join_wait(h, &res[2], err, sizeof(err)) == EYTZGPU_OK &&
+		join_ok(ref[2], done[2], res[2], "async batch 2");
+	ok = ok && eytzgpu_lookup_join_wait(h, &res[2], err, sizeof(err)) == EYTZGPU_EINVAL;
+	if (ok)
+		passed++;
+	else
+		FAIL("%s: asynchronous join batches (%s)", what, err);
+}
+
+/*
+ * The globally sorted path as the composite strategy picks it: 2^23+ unique
+ * 32-bit keys (32 MiB), 2^20+ point lookups, with and without a bound.
+ */
+static void
+test_join_large(void)
+{
+	Data		d;
+	EytzGpuIndex *h = NULL;
+	char		err[256];
+	uint64_t	n = ((uint64_t) 1 << 23) + rnd() % 1000;
+	uint64_t	nq = ((uint64_t) 1 << 20) + rnd() % 1000;
+	std::vector<uint64_t> lo,
+				hi;
+	std::vector<uint32_t> rows;
+	std::vector<unsigned char> ek;
+	Pairs		ref;
+
+	make_data(d, 4, 9, n, false, PAYS_TOMBSTONES);
+	ek = narrow(d.ek, 4);
+	if (eytzgpu_upload(0, ek.data(), d.ep.data(), n, 4, 9, 0, &h, NULL, err, sizeof(err)) != EYTZGPU_OK)
+	{
+		FAIL("large join: upload %s", err);
+		return;
+	}
+	join_batch(d, nq, false, lo, hi, rows);
+	for (uint64_t bound : {(uint64_t) UINT64_MAX, nq / 3})
+	{
+		EytzGpuJoinResult res;
+		uint64_t	done = join_ref(d, lo.data(), NULL, rows.data(), nq, bound, ref);
+
+		if (eytzgpu_lookup_join(h, lo.data(), NULL, rows.data(), nq, bound, EYTZGPU_POISON, &res, err,
+								sizeof(err)) != EYTZGPU_OK)
+			FAIL("large join: %s", err);
+		else if (join_ok(ref, done, res, "large join") && res.point_mode)
+			passed++;
+	}
+	eytzgpu_free(h);
+}
+
 static void
 test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 {
@@ -654,7 +912,7 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 	uint64_t	bytes = 0;
 	int			rc;
 
-	make_data(d, kw, k, n, dups);
+	make_data(d, kw, k, n, dups, (int) (rnd() % 3));
 	std::vector<unsigned char> nk = narrow(d.keys, kw);
 	std::vector<unsigned char> ok(n * kw + 8, 0xEE);	/* poisoned build output */
 	std::vector<uint64_t> op(n + 1, 0xEEEEEEEEEEEEEEEEull);
@@ -681,13 +939,21 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 	{
 		char		w2[200];
 
+		/* random keys of a wide domain repeat at times: EYTZGPU_UNIQUE only where none does */
+		bool		unique = std::adjacent_find(d.sk.begin(), d.sk.end()) == d.sk.end();
+
 		snprintf(w2, sizeof(w2), "%s built", what);
 		test_handle(d, hb, w2, quick);
+		test_join(d, hb, unique, w2, quick);
+		if (!tiny_run)
+			test_join_async(d, hb, w2, quick);
 		snprintf(w2, sizeof(w2), "%s soa", what);
 		if (!quick)
 			test_handle(d, hs, w2, quick);
 		snprintf(w2, sizeof(w2), "%s aos", what);
 		test_handle(d, ha, w2, quick);
+		if (!quick)
+			test_join(d, ha, unique, w2, quick);
 	}
 	eytzgpu_free(hb);
 	eytzgpu_free(hs);
@@ -748,6 +1014,8 @@ main(int argc, char **argv)
 	char		err[256];
 	bool		tiny = argc > 1 && strcmp(argv[1], "--tiny") == 0;
 	bool		quick = tiny || (argc > 1 && strcmp(argv[1], "--quick") == 0);
+
+	tiny_run = tiny;
 	int			rc;
 	static const uint32_t ks[] = {2, 3, 5, 9, 17, 33};
 
@@ -768,6 +1036,11 @@ main(int argc, char **argv)
 	if (!tiny)
 		test_fused_sizes<uint64_t>(8, 2, quick);
 	printf("fused write-back sizes: %d passed, %d failed so far\n", passed, failed);
+	if (!quick)
+	{
+		test_join_large();
+		printf("large join: %d passed, %d failed so far\n", passed, failed);
+	}
 	for (int kw = 4; kw <= 8; kw += 4)
 		for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++)
 		{

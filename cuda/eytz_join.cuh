@@ -1,0 +1,364 @@
+/*
+ * eytz_join.cuh
+ *		Join-shaped results: the matches of a batch as (payload, row) pairs
+ *		sorted by payload then row, tombstones dropped, for the longest prefix
+ *		of the queries whose matches fit a bound (eytzgpu_lookup_join).
+ *
+ * Each match becomes one 64-bit sort key, its payload compacted (block part
+ * less the index's smallest, then the offset part in as many bits as the
+ * index's largest offset needs) above its 32-bit row, so that one CUB radix
+ * sort over just the bits in use orders the pairs; where the compacted
+ * payload needs more than 31 bits, two stable sorts (by row, then by
+ * payload) do it.  Misses, tombstones and queries past the prefix get a
+ * marker that sorts last; the split writes the first nmatch pairs apart.
+ */
+#ifndef EYTZ_JOIN_CUH
+#define EYTZ_JOIN_CUH
+
+#include "eytz_sorted.cuh"
+
+namespace eytzk
+{
+
+/* a payload whose block part (payload >> 16) is this is a tombstone */
+static constexpr uint64_t TOMBSTONE_BLOCK = 0xFFFFFFFFull;
+static constexpr uint64_t JOIN_MARK = ~0ull;
+
+/* How live payloads are compacted (computed once per index) */
+struct JoinCode
+{
+	uint64_t	minblk;			/* smallest block part of a live payload */
+	uint32_t	obits;			/* bits of the offset part (payload & 0xFFFF) */
+	uint32_t	pbits;			/* bits of a compacted payload (64: not compacted) */
+	bool		one_key;		/* pbits <= 31: payload and row in one sort key */
+};
+
+/* Counts of a batch, written by the kernels */
+struct JoinStat
+{
+	uint64_t	nq_done;		/* queries answered (a prefix) */
+	uint64_t	total;			/* their matches, tombstones included */
+	unsigned long long nmatch;	/* their live matches: the pairs returned */
+};
+
+/* Sort buffers of a batch (items each) */
+struct JoinBufs
+{
+	uint64_t   *key_a,
+			   *key_b;
+	uint32_t   *row_a,			/* two-key mode; the rows returned in both modes */
+			   *row_b;
+};
+
+/* Keys narrowed to the index's width on the GPU (the low bytes) */
+template <class KT>
+__global__ void
+k_narrow(const uint64_t *in, KT *out, uint64_t n)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		out[i] = (KT) in[i];
+}
+
+/* The code of an index's payloads (host; pays: n of them, any order) */
+static inline JoinCode
+join_code_of(const uint64_t *pays, uint64_t n)
+{
+	JoinCode	c = {0, 0, 0, true};
+	uint64_t	mn = ~0ull,
+				mx = 0,
+				maxoff = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+	{
+		uint64_t	b = pays[i] >> 16;
+
+		if (b == TOMBSTONE_BLOCK)
+			continue;
+		mn = b < mn ? b : mn;
+		mx = b > mx ? b : mx;
+		maxoff |= pays[i] & 0xFFFF;
+	}
+	if (mn > mx)
+		return c;				/* no live payload */
+	c.minblk = mn;
+	c.obits = bits_of(maxoff);
+	c.pbits = bits_of(mx - mn) + c.obits;
+	if (c.pbits > 63)
+	{
+		c.minblk = 0;
+		c.obits = 16;
+		c.pbits = 64;
+	}
+	c.one_key = c.pbits <= 31;
+	return c;
+}
+
+__device__ __forceinline__ uint64_t
+join_compact(const JoinCode &c, uint64_t p)
+{
+	if (c.pbits == 64)
+		return p;
+	return (((p >> 16) - c.minblk) << c.obits) | (p & 0xFFFF);
+}
+
+__device__ __forceinline__ uint64_t
+join_expand(const JoinCode &c, uint64_t r)
+{
+	if (c.pbits == 64)
+		return r;
+	return (((r >> c.obits) + c.minblk) << 16) | (r & ((1ull << c.obits) - 1));
+}
+
+/* Item j of the sort: the pair (p, row) if live, else the marker.  Returns live. */
+__device__ __forceinline__ uint32_t
+join_put(const JoinCode &c, const JoinBufs &b, uint64_t j, bool found, uint64_t p, uint32_t row)
+{
+	bool		live = found && (p >> 16) != TOMBSTONE_BLOCK;
+
+	if (c.one_key)
+		b.key_a[j] = live ? (join_compact(c, p) << 32) | row : JOIN_MARK;
+	else
+	{
+		b.key_a[j] = live ? join_compact(c, p) : JOIN_MARK;
+		b.row_a[j] = row;
+	}
+	return live;
+}
+
+/* Add a warp's live count to the batch's (one atomic per warp) */
+__device__ __forceinline__ void
+join_count(JoinStat *stat, uint32_t live)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		live += __shfl_down_sync(FULL, live, o);
+	if ((threadIdx.x & 31) == 0 && live)
+		atomicAdd(&stat->nmatch, (unsigned long long) live);
+}
+
+/*
+ * The prefix of the queries whose matches fit max_matches: off is the
+ * exclusive scan of the counts (off[nq] = all), or NULL when every query is
+ * answered (nq of them).  One thread.  Also resets the live count.
+ */
+static __global__ void
+k_join_prefix(const uint64_t *off, uint64_t nq, uint64_t max_matches, JoinStat *stat)
+{
+	uint64_t	a = 0,
+				b = nq;
+
+	if (off)
+	{
+		/* largest d with off[d] <= max_matches (off is non-decreasing, off[0] = 0) */
+		while (a < b)
+		{
+			uint64_t	m = b - (b - a) / 2;
+
+			if (off[m] <= max_matches)
+				a = m;
+			else
+				b = m - 1;
+		}
+	}
+	else
+		a = nq;
+	stat->nq_done = a;
+	stat->total = off ? off[a] : nq;
+	stat->nmatch = 0;
+}
+
+/* Point results in query order (first[i]: payload or NO_MATCH), rows[i] beside */
+static __global__ void
+k_join_from_first(const uint64_t *first, const uint32_t *rows, uint64_t nq, JoinCode c, JoinBufs b,
+				  JoinStat *stat)
+{
+	uint64_t	nq_done = stat->nq_done;
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t base = (uint64_t) blockIdx.x * blockDim.x; base < nq; base += stride)
+	{
+		uint64_t	i = base + threadIdx.x;
+		uint32_t	live = 0;
+
+		if (i < nq)
+			live = join_put(c, b, i, i < nq_done && first[i] != NO_MATCH, first[i], rows[i]);
+		join_count(stat, live);
+	}
+}
+
+/*
+ * CSR matches (out[off[i] .. off[i+1]) of query i < nq_done), rows[i]
+ * beside each.  A lane writes its query's matches; queries of more than 32
+ * matches are written by the whole warp, one after the other.
+ */
+static __global__ void
+k_join_from_csr(const uint64_t *out, const uint64_t *off, const uint32_t *rows, uint64_t nq_done, JoinCode c,
+				JoinBufs b, JoinStat *stat)
+{
+	const int	lane = threadIdx.x & 31;
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t base = (uint64_t) blockIdx.x * blockDim.x; base < nq_done; base += stride)
+	{
+		uint64_t	i = base + threadIdx.x;
+		uint64_t	s = 0,
+					e = 0;
+		uint32_t	row = 0,
+					live = 0;
+		unsigned	m;
+
+		if (i < nq_done)
+		{
+			s = off[i];
+			e = off[i + 1];
+			row = rows[i];
+		}
+		if (e - s <= 32)
+			for (uint64_t j = s; j < e; j++)
+				live += join_put(c, b, j, true, out[j], row);
+		m = __ballot_sync(FULL, e - s > 32);
+		while (m)
+		{
+			int			src = __ffs(m) - 1;
+			uint64_t	ws = __shfl_sync(FULL, s, src),
+						we = __shfl_sync(FULL, e, src);
+			uint32_t	wr = __shfl_sync(FULL, row, src);
+
+			for (uint64_t j = ws + lane; j < we; j += 32)
+				live += join_put(c, b, j, true, out[j], wr);
+			m &= m - 1;
+		}
+		join_count(stat, live);
+	}
+}
+
+/*
+ * Point lookups of sorted keys (skeys[j], asked by row srows[j]) straight
+ * into sort items: no write-back to query order, since the results are
+ * ordered by payload next anyway.
+ */
+template <class KT, int NK, bool AOS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+k_point_join(Idx<KT> ix, const KT *skeys, const uint32_t *srows, uint64_t nq, uint32_t full_levels, JoinCode c,
+			 JoinBufs b, JoinStat *stat)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * BLOCK;
+
+	for (uint64_t base = (uint64_t) blockIdx.x * BLOCK; base < nq; base += stride)
+	{
+		uint64_t	j = base + threadIdx.x;
+		uint32_t	live = 0;
+
+		if (j < nq)
+		{
+			uint64_t	p = point_one<KT, NK, AOS, false>(ix, NULL, 0, full_levels, skeys[j]);
+
+			live = join_put(c, b, j, p != NO_MATCH, p, srows[j]);
+		}
+		join_count(stat, live);
+	}
+}
+
+/* The first nmatch sorted items as payloads (pay) and rows (row: already in place in two-key mode) */
+static __global__ void
+k_join_split(const uint64_t *keys, uint64_t n, JoinCode c, const JoinStat *stat, uint64_t *pay, uint32_t *row)
+{
+	uint64_t	m = stat->nmatch < n ? stat->nmatch : n;
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < m; j += stride)
+	{
+		uint64_t	k = keys[j];
+
+		if (c.one_key)
+		{
+			pay[j] = join_expand(c, k >> 32);
+			row[j] = (uint32_t) k;
+		}
+		else
+			pay[j] = join_expand(c, k);
+	}
+}
+
+template <class KT>
+static inline cudaError_t
+launch_point_join(const Idx<KT> &ix, const KT *skeys, const uint32_t *srows, uint64_t nq, const JoinCode &c,
+				  const JoinBufs &b, JoinStat *stat, cudaStream_t st)
+{
+	uint32_t	full = eytz_shape(ix.n, ix.k).full_levels;
+
+	return dispatch_nk_aos(ix, [&](auto nk, auto aos) {
+		auto		kern = k_point_join<KT, nk.value, aos.value, EYTZ_SINGLE_BLOCK>;
+
+		/* no shared memory: the small blocks, no more of them than there are lookups for */
+		return launch_persistent(kern, kern, 0, 0, (nq + EYTZ_SINGLE_BLOCK - 1) / EYTZ_SINGLE_BLOCK, st, ix, skeys,
+								 srows, nq, full, c, b, stat);
+	});
+}
+
+/* Workspace of join_sort for n items */
+static inline cudaError_t
+join_sort_temp_bytes(uint64_t n, size_t *bytes)
+{
+	size_t		a = 0,
+				b = 0,
+				c = 0;
+	cudaError_t e;
+
+	if ((e = cub::DeviceRadixSort::SortKeys((void *) NULL, a, (const uint64_t *) NULL, (uint64_t *) NULL, (int) n,
+											0, 64)) != cudaSuccess ||
+		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, b, (const uint32_t *) NULL, (uint32_t *) NULL,
+											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) n, 0, 32)) != cudaSuccess ||
+		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, c, (const uint64_t *) NULL, (uint64_t *) NULL,
+											 (const uint32_t *) NULL, (uint32_t *) NULL, (int) n, 0, 64)) != cudaSuccess)
+		return e;
+	*bytes = std::max(a, std::max(b, c));
+	return cudaSuccess;
+}
+
+/*
+ * Sort the n items of b by (payload, row) and split the first nmatch into
+ * *pay and *row (pointers into b; valid until b is reused).
+ */
+static inline cudaError_t
+join_sort(const JoinBufs &b, uint64_t n, const JoinCode &c, const JoinStat *stat, void *temp, size_t temp_bytes,
+		  uint64_t **pay, uint32_t **row, cudaStream_t st)
+{
+	size_t		tb = temp_bytes;
+	const uint64_t *sorted;
+	cudaError_t e;
+
+	if (n == 0)
+	{
+		*pay = b.key_a;
+		*row = b.row_a;
+		return cudaSuccess;
+	}
+	if (c.one_key)
+	{
+		/* payload bits, then the 32 row bits, then the marker's bit */
+		e = cub::DeviceRadixSort::SortKeys(temp, tb, b.key_a, b.key_b, (int) n, 0, (int) c.pbits + 33, st);
+		sorted = b.key_b;
+		*pay = b.key_a;
+	}
+	else
+	{
+		/* stable: by row, then by payload (the marker has bit pbits set) */
+		e = cub::DeviceRadixSort::SortPairs(temp, tb, b.row_a, b.row_b, b.key_a, b.key_b, (int) n, 0, 32, st);
+		if (e == cudaSuccess)
+			e = cub::DeviceRadixSort::SortPairs(temp, tb, b.key_b, b.key_a, b.row_b, b.row_a, (int) n, 0,
+												(int) std::min(c.pbits + 1, 64u), st);
+		sorted = b.key_a;
+		*pay = b.key_b;
+	}
+	*row = b.row_a;
+	if (e != cudaSuccess)
+		return e;
+	k_join_split<<<grid1d(n), 256, 0, st>>>(sorted, n, c, stat, *pay, *row);
+	return cudaGetLastError();
+}
+
+}								/* namespace eytzk */
+
+#endif							/* EYTZ_JOIN_CUH */

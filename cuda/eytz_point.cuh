@@ -1,0 +1,349 @@
+/*
+ * eytz_point.cuh
+ *		Point lookup kernels (one result per query): the lean lower-bound
+ *		walk (point_one, k_point), the whole index in shared memory
+ *		(k_point_smem), sorted lookups that partition their own results
+ *		(k_point_part) and the write-backs to query order (tiles, cluster
+ *		tiles through distributed shared memory, window scatter).
+ */
+#ifndef EYTZ_POINT_CUH
+#define EYTZ_POINT_CUH
+
+#include <cooperative_groups.h>
+
+#include "eytz_prim.cuh"
+
+namespace eytzk
+{
+
+/* ===========================================================================
+ * Point fast paths (POINT mode, one result per query)
+ *
+ * 1. k_point_smem: the whole index's keys in shared memory (tiny indexes),
+ *    32-bit slot arithmetic, Q lookups per thread walked level by level so
+ *    that Q independent node reads are in flight per thread (ILP), payload
+ *    loads of all Q lookups issued before their stores.
+ * 2. sorted_point: globally sorted lookups.  CUB radix sort of (key, query
+ *    id) on the top key_bits significant bits only; the lookup kernel reads
+ *    the sorted keys coalesced, so neighbouring lanes walk neighbouring paths
+ *    and the deep levels and payloads stream from DRAM instead of costing a
+ *    random sector each; results go to a temporary in sorted order; a
+ *    one-pass radix partition of (query id, result) on the id's top
+ *    scatter_bits bits, then a scatter whose writes stay in a window of
+ *    nq / 2^scatter_bits results (L2 merges them into whole sectors).
+ *    scatter_bits = 0 writes out[id] directly from the lookup kernel (random
+ *    8-byte writes over the whole output: partial sectors to DRAM); -1, -2
+ *    and -3 write whole tiles (below: the fastest).
+ * ========================================================================= */
+
+/*
+ * One point lookup, node size fixed at compile time: the paper's measure (one
+ * payload or NO_MATCH; POS: the lower-bound slot, no key or payload read).  No
+ * early exit: every lookup walks all levels (uniform warps); the deepest node
+ * holding a key >= x gives the candidate, checked for equality at the end.
+ * Full levels need no bounds checks.
+ */
+template <class KT, int NK, bool AOS, bool POS>
+__device__ __forceinline__ uint64_t
+point_one(const Idx<KT> &ix, const KT *pin, uint64_t npin, uint32_t full_levels, KT x)
+{
+	uint64_t	s = 0,
+				cand = NO_MATCH;
+	uint32_t	l;
+
+	for (l = 0; l < full_levels; l++)
+	{
+		uint32_t	lt = node_lt<KT, NK>(node_at<KT, AOS>(ix, pin, npin, s), x);
+		if (lt < NK)
+			cand = s + lt;
+		s = s * (NK + 1) + (uint64_t) (lt + 1) * NK;
+	}
+	if (l < ix.levels && s < ix.n)
+	{
+		/* the partial bottom level */
+		uint32_t	cnt = ix.n - s < NK ? (uint32_t) (ix.n - s) : NK,
+					lt,
+					inr;
+		node_count(node_at<KT, AOS>(ix, pin, npin, s), NK, cnt, x, x, lt, inr);
+		if (lt < cnt)
+			cand = s + lt;
+	}
+	if (POS)
+		return cand;
+	return cand != NO_MATCH && key_at(ix, pin, npin, cand) == x ? pay_at(ix, cand) : NO_MATCH;
+}
+
+/* Point lookups, one thread each; perm: globally sorted lookups, result to query perm[j] */
+template <class KT, int NK, bool AOS, int BLOCK, bool POS = false>
+__global__ void __launch_bounds__(BLOCK)
+k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	KT		   *pin = (KT *) smem_raw;
+	const uint64_t stride = (uint64_t) gridDim.x * blockDim.x;
+
+	load_pin(ix, pin, npin);
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < q.nq; j += stride)
+	{
+		uint64_t	i;
+		KT			x;
+
+		get_query(q, j, i, x);
+		out[i] = point_one<KT, NK, AOS, POS>(ix, pin, npin, full_levels, x);
+	}
+}
+
+template <class KT, int NK, int BLOCK, int Q>
+__global__ void __launch_bounds__(BLOCK, 1)
+k_point_smem(Idx<KT> ix, const KT *qk, uint64_t nq, uint64_t *out, uint32_t npad)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	KT		   *pin = (KT *) smem_raw;
+	const uint32_t n = (uint32_t) ix.n;
+	const uint64_t step = (uint64_t) gridDim.x * BLOCK * Q;
+
+	/* padding slots hold the largest key: never < x, so partial nodes need no count */
+	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
+		pin[t] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
+	__syncthreads();
+	for (uint64_t base = (uint64_t) blockIdx.x * BLOCK * Q + threadIdx.x; base < nq; base += step)
+	{
+		KT			x[Q];
+		uint32_t	s[Q],
+					cand[Q];
+		uint64_t	r[Q];
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = base + (uint64_t) u * BLOCK;
+
+			x[u] = j < nq ? qk[j] : (KT) 0;
+			s[u] = 0;
+			cand[u] = NONE32;
+		}
+		for (uint32_t l = 0; l < ix.levels; l++)
+		{
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+			{
+				if (s[u] < n)
+				{
+					uint32_t	lt = node_lt<KT, NK>(pin + s[u], x[u]);
+
+					if (lt < NK && s[u] + lt < n)
+						cand[u] = s[u] + lt;
+					s[u] = s[u] * (NK + 1) + (lt + 1) * NK;
+				}
+				else
+					s[u] = n;
+			}
+		}
+		/* all payload loads first, then the stores (the compiler must assume out may alias them) */
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = base + (uint64_t) u * BLOCK;
+
+			if (j < nq)
+				out[j] = r[u];
+		}
+	}
+}
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+k_cluster_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	constexpr uint32_t SLICE = 1u << EYTZ_CTILE_SLICE_LOG2;
+	uint64_t   *buf = (uint64_t *) smem_raw;
+	cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+	uint32_t	r = cl.block_rank();
+	uint64_t	nclusters = gridDim.x / EYTZ_CTILE_CLUSTER;
+
+	/* every block of the cluster must run before others write its shared memory */
+	cl.sync();
+	/* the loop is uniform over a cluster (consecutive blocks share c) */
+	for (uint64_t c = blockIdx.x / EYTZ_CTILE_CLUSTER; (c << EYTZ_CTILE_LOG2) < n; c += nclusters)
+	{
+		uint64_t	s0 = (c << EYTZ_CTILE_LOG2) + ((uint64_t) r << EYTZ_CTILE_SLICE_LOG2);
+		uint32_t	cnt = s0 >= n ? 0 : n - s0 < SLICE ? (uint32_t) (n - s0) : SLICE;
+
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+		{
+			uint32_t	i = idx[s0 + t];
+			uint64_t   *dst = cl.map_shared_rank(buf, (i >> EYTZ_CTILE_SLICE_LOG2) & (EYTZ_CTILE_CLUSTER - 1));
+
+			dst[i & (SLICE - 1)] = val[s0 + t];
+		}
+		cl.sync();
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+			out[s0 + t] = buf[t];
+		cl.sync();
+	}
+#endif
+}
+
+template <int BLOCK, int ITEMS>
+struct PartSmem
+{
+	uint32_t	start[1u << EYTZ_PART_MAX_BITS];	/* counts, then the runs' starts in the chunk */
+	uint32_t	delta[1u << EYTZ_PART_MAX_BITS];	/* global position - position in the chunk */
+	uint32_t	sid[BLOCK * ITEMS];
+	uint64_t	sval[BLOCK * ITEMS];
+	typename cub::BlockScan<uint32_t, BLOCK>::TempStorage scan;
+};
+
+/*
+ * Write m (id, val) pairs of a chunk (item u of thread t is pair u * BLOCK +
+ * t) to their buckets (id >> shift, nb of them).  sm.start: zeroed.
+ */
+template <int BLOCK, int ITEMS>
+__device__ __forceinline__ void
+part_write(PartSmem<BLOCK, ITEMS> &sm, uint32_t nb, uint32_t shift, uint32_t *cursor, uint32_t m,
+		   const uint32_t (&id)[ITEMS], const uint64_t (&val)[ITEMS], uint32_t *dst_id, uint64_t *dst_val)
+{
+	uint32_t	rank[ITEMS],
+				c,
+				st;
+
+	static_assert(BLOCK == 1 << EYTZ_PART_MAX_BITS, "one bucket per thread");
+
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
+		rank[u] = u * BLOCK + threadIdx.x < m ? atomicAdd(&sm.start[id[u] >> shift], 1u) : 0;
+	__syncthreads();
+	/* runs in the chunk in bucket order; reserve each bucket's run globally */
+	c = threadIdx.x < nb ? sm.start[threadIdx.x] : 0;
+	cub::BlockScan<uint32_t, BLOCK>(sm.scan).ExclusiveSum(c, st);
+	if (threadIdx.x < nb)
+	{
+		sm.start[threadIdx.x] = st;
+		if (c)
+			sm.delta[threadIdx.x] = (threadIdx.x << shift) + atomicAdd(&cursor[threadIdx.x], c) - st;
+	}
+	__syncthreads();
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
+		if (u * BLOCK + threadIdx.x < m)
+		{
+			uint32_t	at = sm.start[id[u] >> shift] + rank[u];
+
+			sm.sid[at] = id[u];
+			sm.sval[at] = val[u];
+		}
+	__syncthreads();
+	/* consecutive threads write consecutive places of a run */
+	for (uint32_t t = threadIdx.x; t < m; t += BLOCK)
+	{
+		uint32_t	i = sm.sid[t],
+					pos = sm.delta[i >> shift] + t;
+
+		dst_id[pos] = i;
+		dst_val[pos] = sm.sval[t];
+	}
+	__syncthreads();
+}
+
+/* Lookups of sorted keys (query ids in ids), results partitioned on id >> shift */
+template <class KT, int NK, bool AOS, bool POS, int BLOCK, int ITEMS>
+__global__ void __launch_bounds__(BLOCK)
+k_point_part(Idx<KT> ix, const KT *skeys, const uint32_t *ids, uint64_t nq, uint32_t full_levels,
+			 uint32_t shift, uint32_t nb, uint32_t *cursor, uint32_t *dst_id, uint64_t *dst_val)
+{
+	__shared__ PartSmem<BLOCK, ITEMS> sm;
+	constexpr uint32_t CH = BLOCK * ITEMS;
+
+	for (uint64_t base = (uint64_t) blockIdx.x * CH; base < nq; base += (uint64_t) gridDim.x * CH)
+	{
+		uint32_t	m = nq - base < CH ? (uint32_t) (nq - base) : CH;
+		uint32_t	id[ITEMS];
+		uint64_t	r[ITEMS];
+
+		for (uint32_t b = threadIdx.x; b < nb; b += BLOCK)
+			sm.start[b] = 0;
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+		{
+			uint32_t	t = u * BLOCK + threadIdx.x;
+
+			id[u] = 0;
+			r[u] = NO_MATCH;
+			if (t < m)
+			{
+				id[u] = ids[base + t];
+				r[u] = point_one<KT, NK, AOS, POS>(ix, NULL, 0, full_levels, skeys[base + t]);
+			}
+		}
+		__syncthreads();
+		part_write<BLOCK, ITEMS>(sm, nb, shift, cursor, m, id, r, dst_id, dst_val);
+	}
+}
+
+template <class VT>
+__global__ void
+k_scatter(const uint32_t *idx, const VT *val, uint64_t n, VT *out)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride)
+		out[idx[j]] = val[j];
+}
+
+/*
+ * Bucketed write-back: ids are a permutation of [0, nq), so after a partition
+ * on id >> EYTZ_SCATTER_TILE_LOG2 bucket b holds exactly the ids of out's tile b,
+ * at positions [b * TILE, (b + 1) * TILE).  A block places its tile in shared
+ * memory and writes it out whole: no scattered global writes at all.
+ */
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+k_tile_write(const uint32_t *idx, const uint64_t *val, uint64_t n, uint64_t *out)
+{
+	constexpr uint32_t TILE = 1u << EYTZ_SCATTER_TILE_LOG2;
+	__shared__ uint64_t buf[TILE];
+
+	for (uint64_t b = blockIdx.x; b * TILE < n; b += gridDim.x)
+	{
+		uint64_t	base = b * TILE;
+		uint32_t	cnt = n - base < TILE ? (uint32_t) (n - base) : TILE;
+
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+			buf[idx[base + t] & (TILE - 1)] = val[base + t];
+		__syncthreads();
+		for (uint32_t t = threadIdx.x; t < cnt; t += BLOCK)
+			out[base + t] = buf[t];
+		__syncthreads();
+	}
+}
+
+/* CSR of point results (one match at most each, NO_MATCH for none): the counts */
+static __global__ void
+k_point_counts(const uint64_t *first, uint64_t nq, uint64_t *cnt)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nq; i += stride)
+		cnt[i] = first[i] != NO_MATCH;
+}
+
+/* ... and the fill at the scanned offsets */
+static __global__ void
+k_point_fill(const uint64_t *first, const uint64_t *off, uint64_t nq, uint64_t *out)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nq; i += stride)
+		if (first[i] != NO_MATCH)
+			out[off[i]] = first[i];
+}
+
+}								/* namespace eytzk */
+
+#endif							/* EYTZ_POINT_CUH */

@@ -1,0 +1,93 @@
+/*
+ * eytz_tuning.h
+ *		The measured constants of the GPU side, each with where it came from.
+ *
+ * Plain C (macros) so that the strategy choice (eytz_strategy.h, compiled by
+ * the CPU test too) and the kernels read the same numbers.  Unless said
+ * otherwise, "measured" means the H100 runs recorded in cuda/README.md
+ * (NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2; bench/results/h100*.csv).
+ */
+#ifndef EYTZ_TUNING_H
+#define EYTZ_TUNING_H
+
+/* ---- kernels: block shapes ---- */
+
+/*
+ * Threads a block of the lookup kernels: 256, a common default, not swept
+ * (the grid is sized to what is resident, so occupancy decides, not this).
+ * Block-local reordering sorts 256 x 8 keys a block (README "Section 7").
+ */
+#define EYTZ_SINGLE_BLOCK		256
+#define EYTZ_LSORT_BLOCK		256
+#define EYTZ_LSORT_ITEMS		8
+#define EYTZ_GROUP_BLOCK		256
+#define EYTZ_BS_BLOCK			256
+
+/*
+ * A thread hands a per-level run to its warp after this many hits (paper
+ * 5.1); the warp takeover beat the baseline up to 1024 hits (README "Ranges").
+ */
+#define EYTZ_HYBRID_T			32
+
+/*
+ * Pinned copies larger than this run in 1024-thread blocks, one per SM: a
+ * big pin leaves room for one block only, so make it a big one (README
+ * "Section 7": 2^15 keys 0.590 ms whole index pinned against 0.625).
+ */
+#define EYTZ_BIG_PIN			(64 * 1024)
+
+/* ---- point fast paths ---- */
+
+/* largest whole-index copy the shared-memory point kernel takes (the H100 gives a block up to 227 KB) */
+#define EYTZ_SMEM_POINT_MAX		(200 * 1024)
+/* lookups per thread of k_point_smem: 4 gave 0.418 ms at 2^15 against 0.59 for 1 (README "Point fast paths") */
+#define EYTZ_SMEM_Q				4
+/* ids per tile of the bucketed write-back (k_tile_write, -1): 2048 results, 16 KB of shared memory */
+#define EYTZ_SCATTER_TILE_LOG2	11
+
+/*
+ * Cluster tile write (Hopper): a tile of 2^EYTZ_CTILE_LOG2 ids spread over
+ * the shared memory of a cluster of EYTZ_CTILE_CLUSTER blocks, 2^14 results
+ * (128 KB) each; 8 is the portable cluster size maximum.  0.37 ms for 2^25
+ * results against 0.78 for two partition passes (README "Cluster tiles").
+ */
+#define EYTZ_CTILE_SLICE_LOG2	14
+#define EYTZ_CTILE_CLUSTER		8
+#define EYTZ_CTILE_LOG2			(EYTZ_CTILE_SLICE_LOG2 + 3)
+#define EYTZ_CTILE_BLOCK		1024
+
+/*
+ * Fused partition of sorted lookups: one bucket counter per thread of a
+ * 256-thread block (2^8 buckets: batches up to 2^25), 4 lookups per thread
+ * in a chunk (2.536 ms at 2^28 against 2.562 for 8 and 2.726 for 2, README
+ * "Cluster tiles and the fused partition").
+ */
+#define EYTZ_PART_MAX_BITS		8
+#define EYTZ_PART_BLOCK			256
+#define EYTZ_PART_ITEMS			4
+
+/* ---- composite strategy (README "Composite strategy") ---- */
+
+/* keys of at most this many bytes also get a binary (k = 2) copy: EBS with pinning wins there */
+#define EYTZ_EBS_COPY_MAX_KEY_BYTES	(512 * 1024)
+/* pinned top levels: (nearly) the whole index when it fits, else 16 KiB (more cost occupancy) */
+#define EYTZ_PIN_BYTES_SMALL	(200 * 1024)
+#define EYTZ_PIN_BYTES_LARGE	(16 * 1024)
+/* ranges with at least this many expected hits take EKS group (won from 64 hits, even at 32) */
+#define EYTZ_WIDE_RANGE_HITS	32
+/* chunked global reordering: 2^21 lookups a chunk, 16 key bits (6.6 ms at 2^28: never chosen) */
+#define EYTZ_REORDER_LOGC		21
+#define EYTZ_REORDER_BITS		16
+
+/*
+ * Globally sorted point lookups: sort on 16 significant key bits (two radix
+ * passes; 12 bits lost 0.05-0.1 ms at 2^28), the fused partition (-2), from
+ * 32 MiB of keys (won from 2^23 32-bit keys: 1.844 against 2.073 ms) and
+ * batches of 2^20 lookups (the sort's fixed cost).
+ */
+#define EYTZ_GSORT_KEY_BITS		16
+#define EYTZ_GSORT_SCATTER_BITS	(-2)
+#define EYTZ_GSORT_MIN_KEY_BYTES	(32ull << 20)
+#define EYTZ_GSORT_MIN_BATCH	(1u << 20)
+
+#endif							/* EYTZ_TUNING_H */

@@ -1,0 +1,398 @@
+/*
+ * eytzgpu_join.cu
+ *		Join-shaped lookups of the C API (eytzgpu_lookup_join and its
+ *		asynchronous pair): 64-bit keys and the caller's rows in, the matches
+ *		out as (payload, row) pairs sorted by payload then row, tombstones
+ *		dropped, for the longest prefix of the queries that fits a bound.
+ *
+ * Two pinned buffer sets alternate: batch i uses set i % 2, so the caller
+ * reads the results of batch i (and fills the inputs of batch i + 1) while
+ * the GPU works on batch i + 1.  Device buffers are shared by the sets: one
+ * stream orders the batches.  The pipelines (eytz_join.cuh):
+ *	- point batches on unique keys, globally sorted path (large indexes): sort
+ *	  (key, row) on the top key bits, look up in sorted order straight into
+ *	  sort items, sort by (payload, row), split;
+ *	- other point batches on unique keys: a point fast path or the point
+ *	  kernels give one result per query, made into sort items;
+ *	- ranges and duplicate keys: count, scan, the prefix, fill, sort items.
+ */
+#include <string.h>
+
+#include "eytzgpu_internal.cuh"
+
+using namespace eytzk;
+using namespace eytzapi;
+
+/* Device buffers of a join batch of nq queries (hi too when ranges) */
+static int
+ensure_join_inputs(EytzGpuIndex *h, uint64_t nq, bool ranges, bool need_sort, char *errbuf, size_t errlen)
+{
+	int			rc;
+
+	if ((rc = ensure_queries(h, nq, need_sort, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	CK(grow((void **) &h->d_jlo, &h->jlo_cap, nq * 8, false));
+	if (ranges)
+		CK(grow((void **) &h->d_jhi, &h->jhi_cap, nq * 8, false));
+	CK(grow((void **) &h->d_jrows, &h->jrows_cap, nq * 4, false));
+	if (!h->d_stat)
+		CK(cudaMalloc((void **) &h->d_stat, sizeof(JoinStat)));
+done:
+	return rc;
+}
+
+/* Sort buffers for items (pairs or markers) and the sort's workspace */
+static int
+ensure_join_items(EytzGpuIndex *h, uint64_t items, char *errbuf, size_t errlen)
+{
+	int			rc = EYTZGPU_OK;
+	size_t		tb = 0,
+				kcap = h->jkey_cap,
+				rcap = h->jrow_cap;
+
+	CK(grow((void **) &h->jb.key_a, &kcap, items * 8, false));
+	kcap = h->jkey_cap;
+	CK(grow((void **) &h->jb.key_b, &kcap, items * 8, false));
+	h->jkey_cap = kcap;
+	CK(grow((void **) &h->jb.row_a, &rcap, items * 4, false));
+	rcap = h->jrow_cap;
+	CK(grow((void **) &h->jb.row_b, &rcap, items * 4, false));
+	h->jrow_cap = rcap;
+	CK(join_sort_temp_bytes(items, &tb));
+	CK(grow(&h->d_temp, &h->temp_cap, tb, false));
+done:
+	return rc;
+}
+
+/* Pinned inputs of a set for nq queries (hi when ranges) */
+static int
+ensure_set_inputs(EytzJoinSet *js, uint64_t nq, bool ranges, char *errbuf, size_t errlen)
+{
+	int			rc = EYTZGPU_OK;
+	size_t		cap;
+
+	if (nq <= js->in_cap && js->h_lo && js->h_rows && (!ranges || js->h_hi))
+		return EYTZGPU_OK;
+	if (nq < js->in_cap)
+		nq = js->in_cap;
+	cap = js->in_cap * 8;
+	CK(grow((void **) &js->h_lo, &cap, nq * 8, true));
+	cap = js->in_cap * 8;
+	if (ranges || js->h_hi)
+		CK(grow((void **) &js->h_hi, &cap, nq * 8, true));
+	cap = js->in_cap * 4;
+	CK(grow((void **) &js->h_rows, &cap, nq * 4, true));
+	js->in_cap = nq;
+done:
+	if (rc != EYTZGPU_OK)
+		js->in_cap = 0;
+	return rc;
+}
+
+/*
+ * Queue the batch on the handle's stream.  js: its pinned set, inputs already
+ * there.  On return the whole batch is queued (ranges: after the count pass
+ * was waited for).
+ */
+template <class KT>
+static int
+submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t max_matches, uint32_t flags,
+			char *errbuf, size_t errlen)
+{
+	int			rc = EYTZGPU_OK;
+	EytzPlanInput in;
+	EytzPlan	plan;
+	Idx<KT>		ix;
+	Cfg			cfg;
+	Qs<KT>		q;
+	CsrBufs		b;
+	bool		point_mode;
+	uint64_t	items,
+				copied;
+	uint64_t   *rpay = NULL;
+	uint32_t   *rrow = NULL;
+	cudaStream_t st = h->st;
+
+	in.n = h->n;
+	in.key_width = sizeof(KT);
+	in.k = h->k;
+	in.have_ebs_copy = h->d_ebs_keys != NULL;
+	in.points_ok = h->points_ok || (flags & EYTZGPU_UNIQUE);
+	in.point = !ranges;
+	in.wide = ranges && eytz_wide_ranges(js->h_lo, js->h_hi, 8, sizeof(KT), nq, h->minkey, h->maxkey, h->n);
+	in.nq = nq;
+	in.flags = flags;
+	plan = eytz_plan(&in);
+	point_mode = in.point && in.points_ok;
+	if (!point_mode && plan.reord == EYTZGPU_REORDER_GLOBAL)
+		plan.reord = EYTZGPU_REORDER_NONE;	/* the chunked order does not fill a prefix */
+	ix = plan_idx<KT>(h, plan.on_copy);
+	cfg = plan_cfg(plan);
+	js->strategy = plan.strat | plan.reord | plan.pin;
+	js->point_mode = point_mode;
+
+	if ((rc = ensure_join_inputs(h, nq, ranges, plan.path == EYTZ_PATH_SORTED, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	if (point_mode && (rc = ensure_join_items(h, nq, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	if (!js->h_stat)
+		CK(cudaMallocHost((void **) &js->h_stat, sizeof(JoinStat)));
+
+	/* inputs in */
+	CK(cudaEventRecord(js->ev[0], st));
+	CK(cudaMemcpyAsync(h->d_jlo, js->h_lo, nq * 8, cudaMemcpyHostToDevice, st));
+	if (ranges)
+		CK(cudaMemcpyAsync(h->d_jhi, js->h_hi, nq * 8, cudaMemcpyHostToDevice, st));
+	CK(cudaMemcpyAsync(h->d_jrows, js->h_rows, nq * 4, cudaMemcpyHostToDevice, st));
+	CK(cudaEventRecord(js->ev[1], st));
+
+	/* keys of the index's width */
+	memset(&q, 0, sizeof(q));
+	q.nq = nq;
+	if (sizeof(KT) == 8)
+	{
+		q.lo = (const KT *) h->d_jlo;
+		q.hi = ranges ? (const KT *) h->d_jhi : NULL;
+	}
+	else
+	{
+		k_narrow<KT><<<grid1d(nq), 256, 0, st>>>(h->d_jlo, (KT *) h->d_lo, nq);
+		if (ranges)
+			k_narrow<KT><<<grid1d(nq), 256, 0, st>>>(h->d_jhi, (KT *) h->d_hi, nq);
+		CK(cudaGetLastError());
+		q.lo = (const KT *) h->d_lo;
+		q.hi = ranges ? (const KT *) h->d_hi : NULL;
+	}
+	b = csr_bufs_of(h);
+	if (flags & EYTZGPU_POISON)
+	{
+		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, st));
+		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, st));
+		if (point_mode)
+		{
+			CK(cudaMemsetAsync(h->jb.key_a, 0xFF, nq * 8, st));
+			CK(cudaMemsetAsync(h->jb.key_b, 0xFF, nq * 8, st));
+			CK(cudaMemsetAsync(h->jb.row_a, 0xFF, nq * 4, st));
+		}
+	}
+
+	if (point_mode && plan.path == EYTZ_PATH_SORTED && max_matches >= nq)
+	{
+		/* sorted by key with the rows beside, looked up straight into sort items */
+		SortedWork<KT> w = sorted_work_of<KT>(h);
+
+		CK(sorted_point_sort<KT>(q.lo, h->d_jrows, nq, (KT) h->minkey, (KT) h->maxkey, EYTZ_GSORT_KEY_BITS, w,
+								 true, st));
+		k_join_prefix<<<1, 1, 0, st>>>(NULL, nq, max_matches, h->d_stat);
+		CK(cudaGetLastError());
+		CK(launch_point_join<KT>(ix, w.skeys, w.perm, nq, h->code, h->jb, h->d_stat, st));
+	}
+	else if (point_mode)
+	{
+		CK(point_first<KT>(h, plan, ix, q.lo, nq, h->d_first));
+		if (max_matches < nq)
+			CK(csr_count<KT>(ix, q, cfg, true, b, st));
+		k_join_prefix<<<1, 1, 0, st>>>(max_matches < nq ? h->d_off : NULL, nq, max_matches, h->d_stat);
+		if (nq > 0)
+			k_join_from_first<<<grid1d(nq), 256, 0, st>>>(h->d_first, h->d_jrows, nq, h->code, h->jb, h->d_stat);
+		CK(cudaGetLastError());
+	}
+	if (point_mode)
+	{
+		items = nq;
+		copied = max_matches < nq ? max_matches : nq;
+		CK(cudaEventRecord(js->ev[2], st));
+		CK(cudaEventRecord(js->ev[3], st));
+	}
+	else
+	{
+		uint64_t	nq_done,
+					total;
+
+		/* count, scan, the prefix; its size sizes the rest */
+		CK(csr_count<KT>(ix, q, cfg, false, b, st));
+		k_join_prefix<<<1, 1, 0, st>>>(h->d_off, nq, max_matches, h->d_stat);
+		CK(cudaGetLastError());
+		CK(cudaEventRecord(js->ev[2], st));
+		CK(cudaMemcpyAsync(js->h_stat, h->d_stat, sizeof(JoinStat), cudaMemcpyDeviceToHost, st));
+		CK(cudaStreamSynchronize(st));
+		nq_done = js->h_stat->nq_done;
+		total = js->h_stat->total;
+		CK(grow((void **) &h->d_out, &h->out_cap, total * 8, false));
+		if ((rc = ensure_join_items(h, total, errbuf, errlen)) != EYTZGPU_OK)
+			goto done;
+		b.out = h->d_out;
+		b.temp = h->d_temp;
+		b.temp_bytes = h->temp_cap;
+		CK(cudaEventRecord(js->ev[3], st));
+		if (flags & EYTZGPU_POISON)
+		{
+			CK(cudaMemsetAsync(h->d_out, 0xFF, total * 8, st));
+			CK(cudaMemsetAsync(h->jb.key_a, 0xFF, total * 8, st));
+			CK(cudaMemsetAsync(h->jb.key_b, 0xFF, total * 8, st));
+			CK(cudaMemsetAsync(h->jb.row_a, 0xFF, total * 4, st));
+		}
+		/* the fill of the prefix: its offsets are those of the whole batch */
+		q.nq = nq_done;
+		if (total > 0)
+			CK(csr_fill<KT>(ix, q, cfg, false, b, st));
+		if (nq_done > 0)
+			k_join_from_csr<<<grid1d(nq_done), 256, 0, st>>>(h->d_out, h->d_off, h->d_jrows, nq_done, h->code,
+															  h->jb, h->d_stat);
+		CK(cudaGetLastError());
+		items = total;
+		copied = total;
+	}
+	CK(join_sort(h->jb, items, h->code, h->d_stat, h->d_temp, h->temp_cap, &rpay, &rrow, st));
+	CK(cudaEventRecord(js->ev[4], st));
+
+	/* results out (an upper bound of the pairs: the live count comes with them) */
+	if (copied > js->out_cap || !js->h_pay)
+	{
+		size_t		pc = js->out_cap * 8,
+					rcap = js->out_cap * 4;
+		uint64_t	want = copied > js->out_cap * 2 ? copied : js->out_cap * 2;
+
+		js->out_cap = 0;
+		CK(grow((void **) &js->h_pay, &pc, want * 8, true));
+		CK(grow((void **) &js->h_row, &rcap, want * 4, true));
+		js->out_cap = want;
+	}
+	if (copied > 0)
+	{
+		CK(cudaMemcpyAsync(js->h_pay, rpay, copied * 8, cudaMemcpyDeviceToHost, st));
+		CK(cudaMemcpyAsync(js->h_row, rrow, copied * 4, cudaMemcpyDeviceToHost, st));
+	}
+	CK(cudaMemcpyAsync(js->h_stat, h->d_stat, sizeof(JoinStat), cudaMemcpyDeviceToHost, st));
+	CK(cudaEventRecord(js->ev[5], st));
+done:
+	return rc;
+}
+
+extern "C" int
+eytzgpu_lookup_join_inputs(EytzGpuIndex *h, uint64_t nq, uint64_t **lo, uint64_t **hi, uint32_t **rows,
+						   char *errbuf, size_t errlen)
+{
+	EytzJoinSet *js;
+	int			rc;
+
+	if (!h || !lo || !rows)
+	{
+		set_msg(errbuf, errlen, "eytzgpu: NULL argument for join inputs");
+		return EYTZGPU_EINVAL;
+	}
+	if ((rc = begin_batch(h, nq, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	js = &h->sets[h->next_set];
+	if ((rc = ensure_set_inputs(js, nq, hi != NULL, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	*lo = js->h_lo;
+	if (hi)
+		*hi = js->h_hi;
+	*rows = js->h_rows;
+	return EYTZGPU_OK;
+}
+
+extern "C" int
+eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *hi, const uint32_t *rows,
+						   uint64_t nq, uint64_t max_matches, uint32_t flags, char *errbuf, size_t errlen)
+{
+	EytzJoinSet *js;
+	struct timespec t0;
+	int			rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!h || (nq > 0 && (!lo || !rows)))
+	{
+		set_msg(errbuf, errlen, "eytzgpu: NULL handle, key or row array");
+		return EYTZGPU_EINVAL;
+	}
+	if (h->sets[0].pending || h->sets[1].pending)
+	{
+		set_msg(errbuf, errlen, "eytzgpu: a join batch is already in flight (wait for it first)");
+		return EYTZGPU_EINVAL;
+	}
+	if ((rc = begin_batch(h, nq, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	js = &h->sets[h->next_set];
+	/* the caller's arrays into this set's pinned inputs, unless they are those */
+	if (lo != js->h_lo || (hi && hi != js->h_hi) || rows != js->h_rows)
+	{
+		if ((rc = ensure_set_inputs(js, nq, hi != NULL, errbuf, errlen)) != EYTZGPU_OK)
+			return rc;
+		if (nq > 0)
+		{
+			if (lo != js->h_lo)
+				memcpy(js->h_lo, lo, nq * 8);
+			if (hi && hi != js->h_hi)
+				memcpy(js->h_hi, hi, nq * 8);
+			if (rows != js->h_rows)
+				memcpy(js->h_rows, rows, nq * 4);
+		}
+	}
+	js->t0 = t0;
+	js->nq = nq;
+	rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, hi != NULL, nq, max_matches, flags, errbuf, errlen)
+		: submit_impl<uint64_t>(h, js, hi != NULL, nq, max_matches, flags, errbuf, errlen);
+	if (rc != EYTZGPU_OK)
+	{
+		/* let whatever was queued finish before the buffers are touched again */
+		(void) cudaStreamSynchronize(h->st);
+		(void) cudaGetLastError();
+		return rc;
+	}
+	js->pending = true;
+	h->next_set ^= 1;
+	return EYTZGPU_OK;
+}
+
+extern "C" int
+eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, size_t errlen)
+{
+	EytzJoinSet *js;
+	float		t_in = 0,
+				t_k1 = 0,
+				t_k2 = 0,
+				t_out = 0;
+	int			rc;
+
+	if (!h || !(h->sets[0].pending || h->sets[1].pending))
+	{
+		set_msg(errbuf, errlen, "eytzgpu: no join batch in flight");
+		return EYTZGPU_EINVAL;
+	}
+	js = &h->sets[h->sets[0].pending ? 0 : 1];
+	js->pending = false;
+	if ((rc = eytzapi::ck(cudaSetDevice(h->device), "cudaSetDevice", errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	CK(cudaEventSynchronize(js->ev[5]));
+	CK(cudaEventElapsedTime(&t_in, js->ev[0], js->ev[1]));
+	CK(cudaEventElapsedTime(&t_k1, js->ev[1], js->ev[2]));
+	CK(cudaEventElapsedTime(&t_k2, js->ev[3], js->ev[4]));
+	CK(cudaEventElapsedTime(&t_out, js->ev[4], js->ev[5]));
+	if (res)
+	{
+		res->payloads = js->h_pay;
+		res->rows = js->h_row;
+		res->nmatch = js->h_stat->nmatch;
+		res->nq_done = js->h_stat->nq_done;
+		res->strategy = js->strategy;
+		res->point_mode = js->point_mode;
+		res->kernel_ms = t_k1 + t_k2;
+		res->transfer_ms = t_in + t_out;
+		res->total_ms = (float) ms_since(&js->t0);
+	}
+done:
+	return rc;
+}
+
+extern "C" int
+eytzgpu_lookup_join(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *hi, const uint32_t *rows, uint64_t nq,
+					uint64_t max_matches, uint32_t flags, EytzGpuJoinResult *res, char *errbuf, size_t errlen)
+{
+	int			rc = eytzgpu_lookup_join_submit(h, lo, hi, rows, nq, max_matches, flags, errbuf, errlen);
+
+	if (rc != EYTZGPU_OK)
+		return rc;
+	return eytzgpu_lookup_join_wait(h, res, errbuf, errlen);
+}
