@@ -86,12 +86,6 @@ struct EytzGpuEntry
 	int			key_width;
 	EytzGpuIndex *handle;
 	bool		own_xact;		/* built by the current transaction */
-	/* the batch whose result the handle holds (see eytz_device_lookup) */
-	uint64		res_batch;		/* 0: none */
-	const uint64 *res_lo;
-	uint32		res_nq;
-	uint32		res_first;
-	EytzGpuResult res;
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
@@ -292,69 +286,26 @@ eytz_device_release(EytzGpuEntry *e)
 	eytz_cache_release(&gpu_cache, &e->ce);
 }
 
-/* Send queries first..nq-1 to the GPU; the result stays in e->res */
-static bool
-gpu_run(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi, uint32 nq,
-		uint32 first, char **why)
-{
-	char		errbuf[256];
-	const void *klo = lo + first;
-	const void *khi = hi + first;
-	uint32	   *lo4 = NULL,
-			   *hi4 = NULL;
-	uint32		cnt = nq - first;
-	bool		point = true;
-	uint32		i;
-	int			rc;
-
-	for (i = first; i < nq && point; i++)
-		point = lo[i] == hi[i];
-	if (e->key_width == 4)
-	{
-		lo4 = palloc(sizeof(uint32) * Max(cnt, 1));
-		for (i = 0; i < cnt; i++)
-			lo4[i] = (uint32) lo[first + i];
-		klo = lo4;
-		if (!point)
-		{
-			hi4 = palloc(sizeof(uint32) * Max(cnt, 1));
-			for (i = 0; i < cnt; i++)
-				hi4[i] = (uint32) hi[first + i];
-			khi = hi4;
-		}
-	}
-	if (point)
-		khi = NULL;
-	errbuf[0] = '\0';
-	e->res_batch = 0;
-	rc = eytzgpu_lookup(e->handle, klo, khi, cnt, 0, &e->res, errbuf, sizeof(errbuf));
-	if (lo4)
-		pfree(lo4);
-	if (hi4)
-		pfree(hi4);
-	if (rc != EYTZGPU_OK)
-	{
-		*why = gpu_error("GPU lookup", rc, errbuf);
-		return false;
-	}
-	return true;
-}
-
 /*
- * The conversion of the library's CSR result (payloads per query, in query
- * order) into join-shaped matches: a prefix of the queries that fits in max,
- * tombstones dropped, sorted by (tid, row).  It is what
- * eytzgpu_lookup_join() will do on the GPU; this is the one place to switch.
+ * Look up queries first..nq-1 of a batch on the GPU with the library's
+ * join-shaped call: it narrows the keys, drops tombstones and answers the
+ * longest prefix of the queries whose matches fit in max, sorted by (tid,
+ * row), so the matches are copied out as they come.  *nq_done = 0 with no
+ * matches: query first alone has more than max (the caller walks it).
  */
 bool
-eytz_device_lookup_join(EytzGpuEntry *e, uint64 batch_id, const uint64 *lo,
-				   const uint64 *hi, const uint32 *rows, uint32 nq,
-				   uint32 first, uint32 max, EytzMatch *out, EytzMatch *tmp,
-				   uint32 *nout, uint32 *nq_done, double *kernel_ms,
-				   double *transfer_ms, char **why)
+eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
+						const uint32 *rows, uint32 nq, uint32 first,
+						uint32 max, EytzMatch *out, uint32 *nout,
+						uint32 *nq_done, double *kernel_ms,
+						double *transfer_ms, char **why)
 {
-	uint32		n = 0;
+	EytzGpuJoinResult res;
+	char		errbuf[256];
+	bool		point = true;
 	uint32		i;
+	uint64		j;
+	int			rc;
 
 	*nout = 0;
 	*nq_done = 0;
@@ -362,41 +313,26 @@ eytz_device_lookup_join(EytzGpuEntry *e, uint64 batch_id, const uint64 *lo,
 	*transfer_ms = 0;
 	if (first >= nq)
 		return true;
-	if (e->res_batch != batch_id || e->res_lo != lo || e->res_nq != nq ||
-		first < e->res_first)
+	for (i = first; i < nq && point; i++)
+		point = lo[i] == hi[i];
+	errbuf[0] = '\0';
+	rc = eytzgpu_lookup_join(e->handle, lo + first, point ? NULL : hi + first,
+							 rows + first, nq - first, max, 0, &res,
+							 errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
 	{
-		if (!gpu_run(e, lo, hi, nq, first, why))
-			return false;
-		e->res_batch = batch_id;
-		e->res_lo = lo;
-		e->res_nq = nq;
-		e->res_first = first;
-		*kernel_ms = e->res.kernel_ms;
-		*transfer_ms = Max(0.0, (double) e->res.total_ms - e->res.kernel_ms);
+		*why = gpu_error("GPU lookup", rc, errbuf);
+		return false;
 	}
-	for (i = first; i < nq; i++)
+	for (j = 0; j < res.nmatch; j++)
 	{
-		uint64		a = e->res.offsets[i - e->res_first];
-		uint64		b = e->res.offsets[i - e->res_first + 1];
-
-		/* tombstones count here: a bound, not the exact number */
-		if (b - a > max - n)
-			break;
-		for (; a < b; a++)
-		{
-			uint64		t = e->res.payloads[a];
-
-			/* tombstones keep their key and carry an invalid TID */
-			if (eytz_tid_block(t) != InvalidBlockNumber)
-			{
-				out[n].tid = t;
-				out[n].row = rows[i];
-				n++;
-			}
-		}
+		out[j].tid = res.payloads[j];
+		out[j].row = res.rows[j];
 	}
-	*nq_done = i - first;
-	*nout = eytz_match_sort(out, n, tmp, false);
+	*nout = (uint32) res.nmatch;
+	*nq_done = (uint32) res.nq_done;
+	*kernel_ms = res.kernel_ms;
+	*transfer_ms = res.transfer_ms;
 	return true;
 }
 
@@ -521,11 +457,11 @@ eytz_device_release(EytzGpuEntry *entry)
 }
 
 bool
-eytz_device_lookup_join(EytzGpuEntry *entry, uint64 batch_id, const uint64 *lo,
-				   const uint64 *hi, const uint32 *rows, uint32 nq,
-				   uint32 first, uint32 max, EytzMatch *out, EytzMatch *tmp,
-				   uint32 *nout, uint32 *nq_done, double *kernel_ms,
-				   double *transfer_ms, char **why)
+eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo, const uint64 *hi,
+						const uint32 *rows, uint32 nq, uint32 first,
+						uint32 max, EytzMatch *out, uint32 *nout,
+						uint32 *nq_done, double *kernel_ms,
+						double *transfer_ms, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;

@@ -73,17 +73,15 @@ extern void eytz_device_release(EytzGpuEntry *entry);
  * prefix of them that fits in max: out[0..*nout) sorted by (tid, row),
  * tombstones dropped, and *nq_done the queries answered (0 when the first
  * one alone has more than max matches: the caller walks it elsewhere).
- * tmp is scratch of max entries.  batch_id (unique per batch in the
- * backend) lets a batch answered in several calls go to the GPU once.  false
+ * The GPU sorts, narrows and drops tombstones (eytzgpu_lookup_join); false
  * with *why on failure (nothing returned).
  */
-extern bool eytz_device_lookup_join(EytzGpuEntry *entry, uint64 batch_id,
-							   const uint64 *lo, const uint64 *hi,
-								   const uint32 *rows, uint32 nq, uint32 first,
-							   uint32 max, EytzMatch *out, EytzMatch *tmp,
-							   uint32 *nout, uint32 *nq_done,
-							   double *kernel_ms, double *transfer_ms,
-							   char **why);
+extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
+									const uint64 *hi, const uint32 *rows,
+									uint32 nq, uint32 first, uint32 max,
+									EytzMatch *out, uint32 *nout,
+									uint32 *nq_done, double *kernel_ms,
+									double *transfer_ms, char **why);
 
 /* Drop the resident copies of an index (InvalidOid: of every index) */
 extern void eytz_device_invalidate(Oid indexoid);

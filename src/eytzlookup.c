@@ -90,7 +90,7 @@ struct EytzLookup
 	const uint64 *hi;
 	const uint32 *rows;
 	uint32		nq;
-	uint64		batch_id;		/* unique in the backend */
+	uint32		sorted_prefix;	/* out[0..this) came sorted from the GPU */
 	BatchPhase	phase;
 	bool		points;			/* every query is a point: lo == hi */
 	bool		rows_in_order;	/* points, rows increasing: see
@@ -421,7 +421,6 @@ void
 eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 				   const uint32 *rows, uint32 nq)
 {
-	static uint64 batch_counter = 0;
 	uint32		i;
 	instr_time	t0,
 				t1;
@@ -432,7 +431,6 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 	lk->hi = hi;
 	lk->rows = rows;
 	lk->nq = nq;
-	lk->batch_id = ++batch_counter;
 	lk->next = 0;
 	lk->pq = 0;
 	lk->ppos = PG_UINT64_MAX;
@@ -515,8 +513,8 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 					tms;
 		char	   *why = NULL;
 
-		if (!eytz_device_lookup_join(lk->gpu, lk->batch_id, lk->lo, lk->hi, lk->rows, lk->nq,
-									 lk->next, max - *n, lk->out + *n, lk->tmp,
+		if (!eytz_device_lookup_join(lk->gpu, lk->lo, lk->hi, lk->rows, lk->nq,
+									 lk->next, max - *n, lk->out + *n,
 									 &nout, &done, &kms, &tms, &why))
 		{
 			gpu_fallback(lk, why);
@@ -529,6 +527,9 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		*n += nout;
 		lk->next += done;
 		*n = drop_pending_twins(lk, lk->out, before, *n);
+		/* one GPU answer alone in the chunk needs no sort */
+		if (before == 0)
+			lk->sorted_prefix = *n;
 		if (done > 0)
 			return true;
 		if (before > 0)
@@ -621,6 +622,7 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 		lk->cap = max;
 	}
 	INSTR_TIME_SET_CURRENT(t0);
+	lk->sorted_prefix = 0;
 	while (n < max && lk->phase != PHASE_DONE)
 	{
 		bool		more;
@@ -636,7 +638,8 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	/* no buffer stays pinned while the executor has the matches */
 	eytz_region_release(&lk->walk.cursor.region);
 	INSTR_TIME_SET_CURRENT(t1);
-	n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
+	if (lk->sorted_prefix != n)
+		n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
 	INSTR_TIME_SET_CURRENT(t2);
 	INSTR_TIME_SUBTRACT(t2, t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
