@@ -84,37 +84,20 @@ BEGIN
 	END IF;
 END
 $$;
-ALTER INDEX m8_m SET (layout = eks, fanout = 9);
-CALL resize_to('m8', 6560);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 9, pending_limit = 1000000');
-CALL resize_to('m8', 6561);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 9, pending_limit = 1000000');
-CALL resize_to('m8', 6559);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 9, pending_limit = 1000000');
-ALTER INDEX m8_m SET (layout = ebs);
-CALL resize_to('m8', 8191);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = ebs, pending_limit = 1000000');
-CALL resize_to('m8', 8192);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = ebs, pending_limit = 1000000');
-ALTER INDEX m8_m SET (layout = eks, fanout = 33);
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 33, pending_limit = 1000000');
-ALTER INDEX m8_m SET (layout = eks, fanout = 3);
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 3, pending_limit = 1000000');
--- tiny: one entry, then none
-CALL resize_to('m8', 1);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 3, pending_limit = 1000000');
-DELETE FROM m8;
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 3, pending_limit = 1000000');
-CALL resize_to('m8', 2);
-VACUUM (INDEX_CLEANUP ON) m8;
-SELECT * FROM merge_vs_build('m8', 'k', 'layout = eks, fanout = 3, pending_limit = 1000000');
+-- per size: the index's options, the rows, then merge and build
+SELECT format('ALTER INDEX m8_m SET (%s)', opts),
+	   format('CALL resize_to(%L, %s)', 'm8', n),
+	   'VACUUM (INDEX_CLEANUP ON) m8',
+	   format('SELECT %s AS target, * FROM merge_vs_build(%L, %L, %L)', n, 'm8', 'k',
+			  opts || ', pending_limit = 1000000')
+  FROM (VALUES (1, 6560, 'layout = eks, fanout = 9'), (2, 6561, 'layout = eks, fanout = 9'),
+			   (3, 6559, 'layout = eks, fanout = 9'), (4, 8191, 'layout = ebs'),
+			   (5, 8192, 'layout = ebs'), (6, 8192, 'layout = eks, fanout = 33'),
+			   (7, 8192, 'layout = eks, fanout = 3'),
+			   -- tiny: one entry, none, two
+			   (8, 1, 'layout = eks, fanout = 3'), (9, 0, 'layout = eks, fanout = 3'),
+			   (10, 2, 'layout = eks, fanout = 3')) v(step, n, opts)
+ ORDER BY step \gexec
 
 -- int4 (4-byte keys): an index filled by inserts only, EKS
 CREATE TABLE m4 (k int4, v int4);
