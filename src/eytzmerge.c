@@ -507,8 +507,8 @@ move_to_front(Relation index)
 /*
  * The pending limit of a layout of n entries.  A merge rewrites the whole
  * layout, so with a fixed limit its cost per insert grows with the index; at
- * the default, the limit grows with it instead (a merge per n / 16 inserts:
- * about 16 entries rewritten per insert), up to a cap that keeps the pending
+ * the default, the limit grows with it instead (a merge per n / 8 inserts:
+ * about 8 entries rewritten per insert), up to a cap that keeps the pending
  * list, which every scan reads through, to 512 pages.  An explicit other
  * limit is kept as it is.
  */
@@ -517,7 +517,7 @@ eytz_auto_pending_limit(int pending_limit, uint64 n)
 {
 	if (pending_limit != EYTZ_DEFAULT_PENDING_LIMIT)
 		return pending_limit;
-	return (int) Min(Max(n / 16, (uint64) EYTZ_DEFAULT_PENDING_LIMIT),
+	return (int) Min(Max(n / 8, (uint64) EYTZ_DEFAULT_PENDING_LIMIT),
 					 (uint64) EYTZ_PENDING_LIMIT_CAP);
 }
 
