@@ -26,14 +26,26 @@ SELECT entries, pending, dead FROM eytzgpu_info('dml_idx');
 SELECT eytzgpu_verify('dml_idx');
 SELECT * FROM am_check('dml_idx', am_battery('dml_idx', ARRAY['4242', '-10000', '10000']));
 
--- one statement merges once (a transaction keeps the generations it retired
--- readable, so further merges would each leave a layout behind); the rest
--- waits in the pending list for the next transaction's first insert
+-- one statement merges at every pending_limit entries: with no other
+-- reader, each merge recycles the generation the last one retired, so the
+-- file holds one layout and a short pending list
 INSERT INTO dml_small (k) SELECT (random() * 500)::int8 FROM generate_series(1, 1000);
-SELECT entries + pending AS indexed, pending > 900 AS pending_kept, generation
+SELECT entries + pending AS indexed, pending < 16 AS pending_bounded, generation > 60 AS merged,
+	   pg_relation_size('dml_small_idx') <= 8 * 8192 AS one_layout
   FROM eytzgpu_info('dml_small_idx');
 SELECT eytzgpu_verify('dml_small_idx');
 SELECT * FROM am_check('dml_small_idx', am_battery('dml_small_idx', ARRAY['0', '500'], true));
+-- with a reader of the index open in the transaction (a cursor), it merges
+-- once (the generation it retired stays readable until the transaction
+-- ends, and further merges would each leave a layout behind); the rest
+-- waits in the pending list for the next transaction's first insert
+BEGIN;
+SET LOCAL enable_seqscan = off;
+DECLARE reader CURSOR FOR SELECT k FROM dml_small WHERE k = 7;
+INSERT INTO dml_small (k) SELECT (random() * 500)::int8 FROM generate_series(1, 200);
+SELECT entries + pending AS indexed, pending > 150 AS pending_kept
+  FROM eytzgpu_info('dml_small_idx');
+COMMIT;
 -- inserts in separate transactions merge every 16 entries
 \set ECHO none
 SELECT 'INSERT INTO dml_small (k) SELECT (random() * 500)::int8 FROM generate_series(1, 10)'

@@ -68,13 +68,9 @@ typedef struct EytzArrayWriter
 struct EytzLayoutWriter
 {
 	Relation	index;
-	EytzShape	shape;
+	EytzRankWalk walk;			/* the slot of each rank; walk.rank: pairs put */
 	BlockNumber start;
 	BlockNumber end;			/* one past the region's last block */
-	uint64		rank;			/* pairs put so far */
-	uint64		upper;			/* of which on the full levels */
-	uint64		bottom;			/* of which on the partial bottom level */
-	uint64	   *next_slot;		/* per level: the slot its next pair goes to */
 	EytzArrayWriter keys;
 	EytzArrayWriter tids;
 };
@@ -286,7 +282,7 @@ array_writer_put(EytzLayoutWriter *w, EytzArrayWriter *aw, uint32 l,
 	uint32		off = t % aw->per_page;
 
 	if (op == NULL || op->blkno != aw->first + t / aw->per_page)
-		op = aw->cur[l] = array_writer_page(aw, w->shape.n, t);
+		op = aw->cur[l] = array_writer_page(aw, w->walk.shape.n, t);
 	dst = PageGetContents(op->page.data);
 	if (aw->flags == EYTZ_PAGE_TIDS)
 		eytz_tid_unpack(value, &((ItemPointerData *) dst)[off]);
@@ -319,46 +315,61 @@ eytz_layout_writer_begin(Relation index, uint64 n, int key_width, int fanout,
 	int			kpp = eytz_keys_per_page(key_width, fanout);
 	uint32		nkeypages = (n + kpp - 1) / kpp;
 	uint32		ntidpages = (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
-	uint32		l;
 
 	w->index = index;
-	w->shape = eytz_shape(n, fanout);
+	eytz_rank_walk_init(&w->walk, n, fanout);
 	w->start = start;
 	w->end = start + nkeypages + ntidpages;
-	w->next_slot = palloc(sizeof(uint64) * Max(w->shape.levels, 1));
-	for (l = 0; l < w->shape.levels; l++)
-		w->next_slot[l] = eytz_level_start(l, fanout);
 	array_writer_init(&w->keys, start, kpp, key_width, EYTZ_PAGE_KEYS,
-					  w->shape.levels);
+					  w->walk.shape.levels);
 	array_writer_init(&w->tids, start + nkeypages, EYTZ_TIDS_PER_PAGE,
-					  sizeof(ItemPointerData), EYTZ_PAGE_TIDS, w->shape.levels);
+					  sizeof(ItemPointerData), EYTZ_PAGE_TIDS, w->walk.shape.levels);
 	return w;
 }
 
 /*
- * The pair of the next rank goes to the next slot of its level.  In sorted
- * order the bottom level's entry i has rank i + i / (k - 1) (k - 1 of them,
- * then an upper entry), and the p-th upper entry (0-based, of the perfect
- * tree of the full levels) lies on level full_levels - 1 - v, where k^v is
- * the largest power of k dividing p + 1 (eytz_rank_in_level(), inverted).
+ * Visit the slots of a layout of n entries with fan-out k in rank (sorted)
+ * order: each level holds increasing ranks from left to right, so a cursor
+ * per level is enough.
  */
 void
-eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key, uint64 packed_tid)
+eytz_rank_walk_init(EytzRankWalk *walk, uint64 n, uint32 k)
 {
-	const EytzShape *shape = &w->shape;
+	uint32		l;
+
+	walk->shape = eytz_shape(n, k);
+	walk->rank = 0;
+	walk->upper = 0;
+	walk->bottom = 0;
+	walk->next_slot = palloc(sizeof(uint64) * Max(walk->shape.levels, 1));
+	for (l = 0; l < walk->shape.levels; l++)
+		walk->next_slot[l] = eytz_level_start(l, k);
+}
+
+/*
+ * The slot (and its level) of the next rank.  In sorted order the bottom
+ * level's entry i has rank i + i / (k - 1) (k - 1 of them, then an upper
+ * entry), and the p-th upper entry (0-based, of the perfect tree of the full
+ * levels) lies on level full_levels - 1 - v, where k^v is the largest power
+ * of k dividing p + 1 (eytz_rank_in_level(), inverted).
+ */
+uint64
+eytz_rank_walk_next(EytzRankWalk *walk, uint32 *level)
+{
+	const EytzShape *shape = &walk->shape;
 	uint32		l;
 	uint64		t;
 
-	Assert(w->rank < shape->n);
-	if (w->bottom < shape->bottom &&
-		w->rank == w->bottom + w->bottom / (shape->k - 1))
+	Assert(walk->rank < shape->n);
+	if (walk->bottom < shape->bottom &&
+		walk->rank == walk->bottom + walk->bottom / (shape->k - 1))
 	{
 		l = shape->full_levels;
-		w->bottom++;
+		walk->bottom++;
 	}
 	else
 	{
-		uint64		q = ++w->upper;
+		uint64		q = ++walk->upper;
 
 		l = shape->full_levels - 1;
 		while (q % shape->k == 0)
@@ -367,16 +378,26 @@ eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key, uint64 packed_tid)
 			l--;
 		}
 	}
-	t = w->next_slot[l]++;
+	t = walk->next_slot[l]++;
 	Assert(eytz_rank_in_level(shape, l, t - eytz_level_start(l, shape->k),
-							  eytz_level_stride(shape, l)) == w->rank);
+							  eytz_level_stride(shape, l)) == walk->rank);
+	walk->rank++;
+	*level = l;
+	return t;
+}
+
+/* The pair of the next rank goes to the next slot of its level */
+void
+eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key, uint64 packed_tid)
+{
+	uint32		l;
+	uint64		t = eytz_rank_walk_next(&w->walk, &l);
 
 	array_writer_put(w, &w->keys, l, t, key);
 	array_writer_put(w, &w->tids, l, t, packed_tid);
-	w->rank++;
-	if ((w->rank & 0xFFFF) == 0)
+	if ((w->walk.rank & 0xFFFF) == 0)
 	{
-		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, w->rank);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, w->walk.rank);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -391,17 +412,17 @@ eytz_layout_writer_finish(EytzLayoutWriter *w, bool use_wal,
 {
 	int			i;
 
-	if (w->rank != w->shape.n)
+	if (w->walk.rank != w->walk.shape.n)
 		elog(ERROR, "eytzgpu layout writer got " UINT64_FORMAT " of " UINT64_FORMAT " entries",
-			 w->rank, w->shape.n);
+			 w->walk.rank, w->walk.shape.n);
 	for (i = 0; i < w->keys.nopen; i++)
 		Assert(w->keys.open[i].blkno == InvalidBlockNumber &&
 			   w->tids.open[i].blkno == InvalidBlockNumber);
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, w->rank);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, w->walk.rank);
 
 	if (use_wal && w->end > w->start)
 		log_newpage_range(w->index, MAIN_FORKNUM, w->start, w->end, true);
-	set_layout_meta(meta, w->shape.n, w->keys.width, w->shape.k, w->start,
+	set_layout_meta(meta, w->walk.shape.n, w->keys.width, w->walk.shape.k, w->start,
 					w->tids.first - w->start, w->end - w->tids.first);
 	return w->end;
 }

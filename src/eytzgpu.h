@@ -57,6 +57,8 @@
 #define EYTZ_AUTO_EBS_MAX_BYTES (50 * 1024 * 1024)
 
 #define EYTZ_DEFAULT_PENDING_LIMIT	16384
+/* at the default, merges raise the limit with the index up to this */
+#define EYTZ_PENDING_LIMIT_CAP		(512 * EYTZ_PENDING_FILL)
 
 /* progress sub-phases of CREATE INDEX */
 #define EYTZ_PHASE_LOAD		2
@@ -88,6 +90,14 @@ typedef struct EytzPendingEntry
 } EytzPendingEntry;
 
 #define EYTZ_PENDING_PER_PAGE (EYTZ_PAGE_CAPACITY / sizeof(EytzPendingEntry))
+
+/*
+ * Inserts start a new pending page after this many entries (pages with up
+ * to EYTZ_PENDING_PER_PAGE stay valid): GenericXLog compares the used part
+ * of a page to find its delta, so the cost of an append grows with the
+ * page's fill; 2 kB pages make it a quarter of that of full ones.
+ */
+#define EYTZ_PENDING_FILL	128
 
 #define EYTZ_TIDS_PER_PAGE	((uint32) (EYTZ_PAGE_CAPACITY / sizeof(ItemPointerData)))
 
@@ -184,6 +194,16 @@ typedef struct EytzSpill EytzSpill;
 /* Writes a layout from pairs arriving in (key, TID) order, in one pass */
 typedef struct EytzLayoutWriter EytzLayoutWriter;
 
+/* The slots of a layout in rank (sorted) order: one cursor per level */
+typedef struct EytzRankWalk
+{
+	EytzShape	shape;
+	uint64		rank;			/* slots visited so far */
+	uint64		upper;			/* of which on the full levels */
+	uint64		bottom;			/* of which on the partial bottom level */
+	uint64	   *next_slot;		/* per level: the slot of its next rank */
+} EytzRankWalk;
+
 /* In-memory copy of an index's layout, e.g. for the batched join */
 typedef struct EytzLayoutImage
 {
@@ -249,6 +269,31 @@ extern void eytz_region_load(Relation index, const EytzMetaPageData *meta,
 extern void eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
 									EytzPairs *pairs);
 
+/*
+ * A generation's live entries in (key, TID) order, streamed: per level a
+ * copy of the key page and the TID page its cursor is on, so memory is
+ * O(levels x page) and every page is read once.
+ */
+typedef struct EytzSortedReader
+{
+	Relation	index;
+	EytzMetaPageData meta;
+	EytzRankWalk walk;
+	uint32	   *keypage;		/* per level: the page in keys, or UINT32_MAX */
+	uint32	   *tidpage;
+	char	   *keys;			/* per level: EYTZ_PAGE_CAPACITY bytes */
+	char	   *tids;
+	uint64		dead;			/* tombstones passed */
+	uint64		last_key;
+	uint64		last_live;		/* TID of the last live entry of last_key */
+	bool		have_live;
+} EytzSortedReader;
+
+extern void eytz_sorted_begin(EytzSortedReader *r, Relation index,
+							  const EytzMetaPageData *meta);
+extern bool eytz_sorted_next(EytzSortedReader *r, uint64 *key, uint64 *packed_tid);
+extern void eytz_sorted_end(EytzSortedReader *r);
+
 /* One page at a time along one generation's pending list */
 typedef struct EytzPendingReader
 {
@@ -306,6 +351,8 @@ extern void eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key,
 								   uint64 packed_tid);
 extern BlockNumber eytz_layout_writer_finish(EytzLayoutWriter *w, bool use_wal,
 											 EytzMetaPageData *meta);
+extern void eytz_rank_walk_init(EytzRankWalk *walk, uint64 n, uint32 k);
+extern uint64 eytz_rank_walk_next(EytzRankWalk *walk, uint32 *level);
 
 /* eytzinfo.c */
 extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);
@@ -356,7 +403,7 @@ extern bool eytz_insert(Relation index, Datum *values, bool *isnull,
 						ItemPointer ht_ctid, Relation heapRel,
 						IndexUniqueCheck checkUnique, bool indexUnchanged,
 						IndexInfo *indexInfo);
-extern void eytz_pending_append(Relation index, uint64 key, ItemPointer tid);
+extern bool eytz_pending_append(Relation index, uint64 key, ItemPointer tid);
 
 /* eytzmerge.c */
 extern bool eytz_merge(Relation index, bool wait, int own_opens,

@@ -5,8 +5,9 @@
  * The Eytzinger layout is static.  An inserted (key, TID) is appended to the
  * pending list (WAL-logged with GenericXLog); scans search the list too.
  * When it reaches the index's pending_limit the inserting backend merges it
- * into a new layout, unless another backend is doing so or this transaction
- * merged the index already (see eytz_merge()).
+ * into a new layout, unless another backend is doing so, or this
+ * transaction merged the index already while others may read it (see
+ * eytz_merge()).
  *
  * Inserts hold a share lock on the metapage's heavyweight page lock while
  * appending; a merge takes it exclusively, so no entry is appended to a list
@@ -21,8 +22,15 @@
 
 #include "eytzgpu.h"
 
-/* Append one entry; the caller holds the metapage page lock in share mode */
-void
+/*
+ * Append one entry; the caller holds the metapage page lock in share mode.
+ * Returns whether a merge is due: the list has just reached the pending
+ * limit, or is past it and has just grown by a page, so that a transaction
+ * that cannot merge (eytz_merge() says when) tries again once per page, not
+ * at every row.  The metapage and the tail page are WAL-logged as deltas
+ * (a new page as a whole): a few dozen bytes per entry.
+ */
+bool
 eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 {
 	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
@@ -33,6 +41,7 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 	Page		page;
 	EytzPageOpaque opaque;
 	EytzPendingEntry *entries;
+	bool		due;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	meta = EytzPageGetMeta(BufferGetPage(metabuf));
@@ -50,7 +59,7 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 			EYTZ_CORRUPT(index, meta->pending_tail,
 						 "The pending list's tail links to block %u.",
 						 EytzPageGetOpaque(tail)->next);
-		if (EytzPageGetOpaque(tail)->count >= EYTZ_PENDING_PER_PAGE)
+		if (EytzPageGetOpaque(tail)->count >= EYTZ_PENDING_FILL)
 			newbuf = eytz_new_buffer(index, BufferGetPage(metabuf));
 	}
 	else
@@ -83,6 +92,8 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 	((PageHeader) page)->pd_lower =
 		(char *) &entries[opaque->count] - (char *) page;
 	meta->npending++;
+	due = meta->npending == meta->pending_limit ||
+		(meta->npending > meta->pending_limit && BufferIsValid(newbuf));
 	GenericXLogFinish(state);
 
 	if (BufferIsValid(newbuf))
@@ -90,6 +101,7 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 	if (BufferIsValid(tailbuf))
 		UnlockReleaseBuffer(tailbuf);
 	UnlockReleaseBuffer(metabuf);
+	return due;
 }
 
 bool
@@ -99,7 +111,7 @@ eytz_insert(Relation index, Datum *values, bool *isnull,
 			IndexInfo *indexInfo)
 {
 	const EytzKeyType *kt;
-	EytzMetaPageData meta;
+	bool		due;
 
 	/* NULLs are not indexed: no operator of the opclasses matches them */
 	if (isnull[0])
@@ -107,11 +119,11 @@ eytz_insert(Relation index, Datum *values, bool *isnull,
 	kt = eytz_index_key_type(index);
 
 	LockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
-	eytz_pending_append(index, kt->encode(values[0]), ht_ctid);
+	due = eytz_pending_append(index, kt->encode(values[0]), ht_ctid);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
 
-	eytz_read_meta(index, &meta);
-	if (meta.npending >= meta.pending_limit)
-		eytz_merge(index, false, 0, NULL);
+	/* the executor holds the index open once (ExecOpenIndices) */
+	if (due)
+		eytz_merge(index, false, 1, NULL);
 	return false;
 }

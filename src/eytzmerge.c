@@ -3,11 +3,14 @@
  *		Merging the pending list (and dropping tombstones) into a new layout,
  *		and recycling the pages of retired generations.
  *
- * A merge reads every live entry of the layout and the pending list through
- * the page layer (which checks them: a damaged index is refused, never
- * laundered into a valid-looking one), sorts them, and writes a new layout
- * into the first run of blocks that is long enough among those no live or
- * retired generation uses (possibly extending the file), WAL-logged.  Only
+ * A merge is one linear pass: the live entries of the layout, streamed in
+ * (key, TID) order through the page layer (which checks them: a damaged
+ * index is refused, never laundered into a valid-looking one), are merged
+ * with the sorted pending list and dealt straight to a layout writer, which
+ * writes the new layout (the pages a REINDEX writes) into the first run of
+ * blocks that is long enough among those no live or retired generation uses
+ * (possibly extending the file), WAL-logged.  Memory: the pending list and
+ * a few pages per level, never the whole index.  Only
  * then does one GenericXLog record switch the metapage to the new region,
  * empty the pending list, bump the generation and retire the old region and
  * pending list with the merge's XID as their stamp: a crash before it
@@ -49,6 +52,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -501,6 +505,81 @@ move_to_front(Relation index)
 }
 
 /*
+ * The pending limit of a layout of n entries.  A merge rewrites the whole
+ * layout, so with a fixed limit its cost per insert grows with the index; at
+ * the default, the limit grows with it instead (a merge per n / 8 inserts:
+ * about 8 entries rewritten per insert), up to a cap that keeps the pending
+ * list, which every scan reads through, to 512 pages.  An explicit other
+ * limit is kept as it is.
+ */
+static int
+eytz_auto_pending_limit(int pending_limit, uint64 n)
+{
+	if (pending_limit != EYTZ_DEFAULT_PENDING_LIMIT)
+		return pending_limit;
+	return (int) Min(Max(n / 8, (uint64) EYTZ_DEFAULT_PENDING_LIMIT),
+					 (uint64) EYTZ_PENDING_LIMIT_CAP);
+}
+
+/*
+ * Write the layout of the n entries that the merge keeps, from block start:
+ * the live entries of the old layout, streamed in (key, TID) order by the
+ * page layer (which checks them: a damaged index is refused, never laundered
+ * into a valid-looking one), merged with the sorted pending entries, go
+ * straight to a layout writer, which deals them out to one cursor per
+ * level.  Memory: O(levels x page) besides the pending entries.  The pages
+ * are those a REINDEX of the same entries writes.
+ */
+static void
+merge_into_layout(Relation index, const EytzMetaPageData *meta,
+				  const EytzPairs *pending, uint64 n, int fanout,
+				  BlockNumber start, EytzMetaPageData *newmeta)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "eytzgpu merge",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	EytzLayoutWriter *writer = eytz_layout_writer_begin(index, n, meta->key_width,
+														fanout, start);
+	EytzSortedReader old;
+	uint64		key = 0,
+				tid = 0,
+				p = 0,
+				put = 0;
+	bool		have_old;
+
+	eytz_sorted_begin(&old, index, meta);
+	have_old = eytz_sorted_next(&old, &key, &tid);
+	while (have_old || p < pending->n)
+	{
+		bool		take_old = have_old &&
+			(p == pending->n || key < pending->keys[p] ||
+			 (key == pending->keys[p] && tid <= pending->tids[p]));
+
+		/*
+		 * More live entries than the metapage counts: the reader reports the
+		 * wrong tombstone count once it is through; until then, write no
+		 * more than the layout holds.
+		 */
+		if (put++ < n)
+		{
+			if (take_old)
+				eytz_layout_writer_put(writer, key, tid);
+			else
+				eytz_layout_writer_put(writer, pending->keys[p], pending->tids[p]);
+		}
+		if (take_old)
+			have_old = eytz_sorted_next(&old, &key, &tid);
+		else
+			p++;
+	}
+	eytz_layout_writer_finish(writer, RelationNeedsWAL(index), newmeta);
+	MemoryContextSwitchTo(oldcxt);
+	/* the reader's and the writer's pages */
+	MemoryContextDelete(cxt);
+}
+
+/*
  * Merge the pending list and drop tombstones.  With wait, block until the
  * merge lock is free; without, give up if another backend holds it or has
  * merged meanwhile, if this transaction merged already, or if too many
@@ -513,9 +592,10 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 {
 	EytzMetaPageData meta;
 	EytzMetaPageData newmeta;
-	EytzPairs	pairs;
+	EytzPairs	sorted_pending;
 	EytzPendingEntry *pending;
 	uint64		npending,
+				n,
 				i;
 	BlockNumber *pblocks;
 	int			npblocks;
@@ -542,13 +622,21 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 		return false;
 	}
 	/*
-	 * Room to retire one more generation, before any work.  Automatic merges
-	 * also leave the index alone if this transaction retired a generation
-	 * already: that one stays until the transaction ends, so a bulk insert
-	 * would otherwise leave a whole layout behind at every pending_limit
-	 * entries.  Its entries wait in the pending list for the next
-	 * transaction's merge (or VACUUM's).
+	 * Room to retire one more generation, before any work.  The generation
+	 * a transaction retires stays readable until it ends, so a bulk insert
+	 * would leave a whole layout behind at every pending_limit entries:
+	 * automatic merges leave the index alone if this transaction retired
+	 * one already, unless no one can read it (then it is recycled now).
+	 * Their entries wait in the pending list for the next transaction's
+	 * merge (or VACUUM's).
 	 */
+	if (!wait && readable_generations(index, &meta, &ours) < EYTZ_MAX_RETIRED &&
+		ours && no_readers(index, own_opens))
+	{
+		recycle(index, true);
+		UnlockRelation(index, AccessExclusiveLock);
+		eytz_read_meta(index, &meta);
+	}
 	if (readable_generations(index, &meta, &ours) >= EYTZ_MAX_RETIRED ||
 		(!wait && ours))
 	{
@@ -562,29 +650,29 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 				 errhint("End long-running transactions: until then their snapshots keep the old pages.")));
 	}
 
-	/* the live entries, checked on the way (a damaged index is refused) */
-	eytz_pairs_init(&pairs, 0);
-	eytz_region_load_sorted(index, &meta, &pairs);
+	/* the pending list, sorted: the only entries held in memory */
 	eytz_read_pending(index, &meta, &pending, &npending, &pblocks, &npblocks);
 	if (npending != meta.npending)
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
 					 "Metapage counts " UINT64_FORMAT " pending entries, the list has " UINT64_FORMAT ".",
 					 meta.npending, npending);
+	eytz_pairs_init(&sorted_pending, 0);
 	for (i = 0; i < npending; i++)
-		eytz_pairs_add(&pairs, pending[i].key, &pending[i].tid);
+		eytz_pairs_add(&sorted_pending, pending[i].key, &pending[i].tid);
 	pfree(pending);
+	eytz_pairs_sort(&sorted_pending);
 
 	rc = palloc(sizeof(Recycling));
 	plan_recycling(index, &meta, pblocks, npblocks,
 				   RelationGetNumberOfBlocks(index), false, rc);
 	Assert(rc->nkeep < EYTZ_MAX_RETIRED);
 
-	eytz_pairs_sort(&pairs);
-	eytz_choose_layout(index, pairs.n, meta.key_width, &layout, &fanout,
+	n = meta.nentries - meta.ndead + npending;
+	eytz_choose_layout(index, n, meta.key_width, &layout, &fanout,
 					   &pending_limit);
+	pending_limit = eytz_auto_pending_limit(pending_limit, n);
 	kpp = eytz_keys_per_page(meta.key_width, fanout);
-	need = (pairs.n + kpp - 1) / kpp +
-		(pairs.n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
+	need = (n + kpp - 1) / kpp + (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
 	start = set_first_fit(&rc->live, need);
 
 	/*
@@ -603,8 +691,9 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	}
 
 	memcpy(&newmeta, &meta, sizeof(meta));
-	eytz_write_layout(index, &pairs, false, meta.key_width, fanout, start,
-					  RelationNeedsWAL(index), &newmeta);
+	merge_into_layout(index, &meta, &sorted_pending, n, fanout, start,
+					  &newmeta);
+	eytz_pairs_free(&sorted_pending);
 	newmeta.layout = layout;
 	newmeta.pending_limit = pending_limit;
 	newmeta.generation = meta.generation + 1;
@@ -643,7 +732,6 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 		*switch_lsn = lsn;
 
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
-	eytz_pairs_free(&pairs);
 	pfree(pblocks);
 	pfree(rc);
 	return true;

@@ -414,100 +414,153 @@ eytz_region_load(Relation index, const EytzMetaPageData *meta,
 		UnlockReleaseBuffer(buf);
 }
 
-/* Slot of the entry of rank r (error reports only: linear) */
-static uint64
-slot_of_rank(const EytzShape *shape, uint64 r)
+/*
+ * Start streaming the live entries of the generation meta describes in
+ * (key, TID) order.
+ */
+void
+eytz_sorted_begin(EytzSortedReader *r, Relation index,
+				  const EytzMetaPageData *meta)
 {
-	uint64		t;
+	int			levels;
+	int			l;
 
-	for (t = 0; t < shape->n; t++)
-		if (eytz_sorted_rank(shape, t) == r)
-			break;
-	return t;
+	r->index = index;
+	r->meta = *meta;
+	eytz_rank_walk_init(&r->walk, meta->nentries, meta->fanout);
+	levels = Max(r->walk.shape.levels, 1);
+	r->keypage = palloc(sizeof(uint32) * levels);
+	r->tidpage = palloc(sizeof(uint32) * levels);
+	for (l = 0; l < levels; l++)
+		r->keypage[l] = r->tidpage[l] = PG_UINT32_MAX;
+	r->keys = palloc((Size) levels * EYTZ_PAGE_CAPACITY);
+	r->tids = palloc((Size) levels * EYTZ_PAGE_CAPACITY);
+	r->dead = 0;
+	r->last_key = 0;
+	r->last_live = 0;
+	r->have_live = false;
 }
 
 /*
- * Append the live entries of the region to pairs (empty on entry) in
- * ascending (key, TID) order, checking on the way what the search relies
- * on: keys ascend in order of rank, equal keys have ascending TIDs, and the
- * metapage's tombstone count is right.  Used by merges and verify: a merge
- * never launders a damaged layout into a new one.
+ * The contents of key or TID page p for level l's copy: from a neighbouring
+ * level that holds it already (a level's last page is the next one's
+ * first), or read and checked.
  */
+static const char *
+sorted_page(EytzSortedReader *r, uint32 l, uint32 p, bool tids)
+{
+	uint32	   *held = tids ? r->tidpage : r->keypage;
+	char	   *copies = tids ? r->tids : r->keys;
+	char	   *dst = copies + (Size) l * EYTZ_PAGE_CAPACITY;
+	uint64		per = tids ? EYTZ_TIDS_PER_PAGE : r->meta.keys_per_page;
+	Size		width = tids ? sizeof(ItemPointerData) : r->meta.key_width;
+	Size		bytes = Min(per, r->meta.nentries - (uint64) p * per) * width;
+	uint32		other;
+
+	for (other = 0; other < r->walk.shape.levels; other++)
+		if (other != l && held[other] == p)
+		{
+			memcpy(dst, copies + (Size) other * EYTZ_PAGE_CAPACITY, bytes);
+			break;
+		}
+	if (other == r->walk.shape.levels)
+	{
+		Buffer		buf = InvalidBuffer;
+
+		memcpy(dst, region_page(r->index, &r->meta, NULL, &buf, p, tids), bytes);
+		UnlockReleaseBuffer(buf);
+		CHECK_FOR_INTERRUPTS();
+	}
+	held[l] = p;
+	return dst;
+}
+
+/*
+ * The next live entry; false after the last.  Checks on the way what the
+ * search relies on: keys ascend in order of rank, equal keys have ascending
+ * TIDs, TIDs are valid, and the metapage's tombstone count is right.  Merges
+ * and verify read through here: a merge never launders a damaged layout
+ * into a new one.
+ */
+bool
+eytz_sorted_next(EytzSortedReader *r, uint64 *key, uint64 *packed_tid)
+{
+	const EytzMetaPageData *m = &r->meta;
+
+	while (r->walk.rank < m->nentries)
+	{
+		uint64		rank = r->walk.rank;
+		uint32		l;
+		uint64		t = eytz_rank_walk_next(&r->walk, &l);
+		uint32		kp = t / m->keys_per_page;
+		uint32		tp = t / EYTZ_TIDS_PER_PAGE;
+		const char *keys = r->keypage[l] == kp
+			? r->keys + (Size) l * EYTZ_PAGE_CAPACITY : sorted_page(r, l, kp, false);
+		const ItemPointerData *tids = (const ItemPointerData *)
+			(r->tidpage[l] == tp
+			 ? r->tids + (Size) l * EYTZ_PAGE_CAPACITY : sorted_page(r, l, tp, true));
+		const ItemPointerData *tid = &tids[t % EYTZ_TIDS_PER_PAGE];
+		uint64		k = eytz_key_at(keys, m->key_width, t % m->keys_per_page);
+		uint64		packed = eytz_tid_pack((ItemPointer) tid);
+		bool		live;
+
+		if (!tid_ok(tid, true))
+			bad_tid(r->index, m, m->tids_start + tp, tid);
+		live = ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber;
+		if (rank > 0 && k != r->last_key)
+			r->have_live = false;
+		if ((rank > 0 && k < r->last_key) ||
+			(live && r->have_live && packed <= r->last_live))
+			EYTZ_CORRUPT(r->index, m->keys_start + kp,
+						 "Entry at slot " UINT64_FORMAT " (rank " UINT64_FORMAT ") is not above its in-order predecessor.",
+						 t, rank);
+		r->last_key = k;
+		if (!live)
+		{
+			r->dead++;
+			continue;
+		}
+		r->have_live = true;
+		r->last_live = packed;
+		*key = k;
+		*packed_tid = packed;
+		return true;
+	}
+	if (r->dead != m->ndead)
+		EYTZ_CORRUPT(r->index, EYTZ_METAPAGE_BLKNO,
+					 "Metapage counts " UINT64_FORMAT " tombstones, the layout has " UINT64_FORMAT ".",
+					 m->ndead, r->dead);
+	return false;
+}
+
+void
+eytz_sorted_end(EytzSortedReader *r)
+{
+	pfree(r->walk.next_slot);
+	pfree(r->keypage);
+	pfree(r->tidpage);
+	pfree(r->keys);
+	pfree(r->tids);
+}
+
+/* The live entries of the region, appended to pairs in (key, TID) order */
 void
 eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
 						EytzPairs *pairs)
 {
-	uint64		n = meta->nentries;
-	EytzShape	shape = eytz_shape(n, meta->fanout);
-	uint64	   *keys;
-	uint64	   *tids;
-	uint64		t,
-				r,
-				out = 0,
-				dead = 0;
-	uint64		last_live = 0;
-	bool		have_live = false;
-	char	   *slotkeys;
+	EytzSortedReader r;
+	uint64		key;
+	uint64		tid;
 
-	Assert(pairs->n == 0);
-	if (n == 0)
-		return;
-	if (pairs->cap < n)
+	eytz_sorted_begin(&r, index, meta);
+	while (eytz_sorted_next(&r, &key, &tid))
 	{
-		pairs->keys = repalloc_huge(pairs->keys, n * sizeof(uint64));
-		pairs->tids = repalloc_huge(pairs->tids, n * sizeof(uint64));
-		pairs->cap = n;
+		ItemPointerData itid;
+
+		eytz_tid_unpack(tid, &itid);
+		eytz_pairs_add(pairs, key, &itid);
 	}
-	keys = pairs->keys;
-	tids = pairs->tids;
-
-	/* TIDs in slot order into tids[], then both scattered to rank order */
-	slotkeys = MemoryContextAllocHuge(CurrentMemoryContext, n * meta->key_width);
-	eytz_region_load(index, meta, NULL, slotkeys, tids);
-	for (t = 0; t < n; t++)
-		keys[eytz_sorted_rank(&shape, t)] = eytz_key_at(slotkeys, meta->key_width, t);
-	pfree(slotkeys);
-	{
-		uint64	   *ranked = MemoryContextAllocHuge(CurrentMemoryContext, n * sizeof(uint64));
-
-		for (t = 0; t < n; t++)
-			ranked[eytz_sorted_rank(&shape, t)] = tids[t];
-		memcpy(tids, ranked, n * sizeof(uint64));
-		pfree(ranked);
-	}
-
-	for (r = 0; r < n; r++)
-	{
-		bool		live = eytz_tid_block(tids[r]) != InvalidBlockNumber;
-
-		if (r > 0 && keys[r] != keys[r - 1])
-			have_live = false;
-		if ((r > 0 && keys[r] < keys[r - 1]) ||
-			(live && have_live && tids[r] <= last_live))
-		{
-			uint64		s = slot_of_rank(&shape, r);
-
-			EYTZ_CORRUPT(index, meta->keys_start + s / meta->keys_per_page,
-						 "Entry at slot " UINT64_FORMAT " (rank " UINT64_FORMAT ") is not above its in-order predecessor.",
-						 s, r);
-		}
-		if (!live)
-		{
-			dead++;
-			continue;
-		}
-		have_live = true;
-		last_live = tids[r];
-		keys[out] = keys[r];
-		tids[out++] = tids[r];
-		if ((r & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
-	if (dead != meta->ndead)
-		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
-					 "Metapage counts " UINT64_FORMAT " tombstones, the layout has " UINT64_FORMAT ".",
-					 meta->ndead, dead);
-	pairs->n = out;
+	eytz_sorted_end(&r);
 }
 
 /* ---- the pending list ---- */
