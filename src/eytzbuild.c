@@ -517,7 +517,7 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	Assert(BufferGetBlockNumber(metabuf) == EYTZ_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	metapage = BufferGetPage(metabuf);
-	eytz_init_metapage(metapage, bs.kt->width, layout, fanout, pending_limit);
+	eytz_init_metapage(metapage, bs.kt->width, fanout, pending_limit);
 	MarkBufferDirty(metabuf);
 	LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
 
@@ -567,7 +567,7 @@ eytz_buildempty(Relation index)
 
 	eytz_choose_layout(index, 0, kt->width, &layout, &fanout, &pending_limit);
 	metapage = (Page) palloc(BLCKSZ);
-	eytz_init_metapage(metapage, kt->width, layout, fanout, pending_limit);
+	eytz_init_metapage(metapage, kt->width, fanout, pending_limit);
 	EytzPageGetMeta(metapage)->generation = 1;
 	PageSetChecksumInplace(metapage, EYTZ_METAPAGE_BLKNO);
 	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, EYTZ_METAPAGE_BLKNO,

@@ -106,7 +106,7 @@ typedef struct EytzMetaPageData
 	uint32		magic;
 	uint32		version;
 	uint16		key_width;		/* 4 or 8 */
-	uint16		layout;			/* EYTZ_LAYOUT_EBS or EYTZ_LAYOUT_EKS */
+	uint16		unused;			/* was the layout: it follows from fanout */
 	uint32		fanout;			/* k */
 	uint64		generation;		/* bumped by every build and merge */
 	uint64		nentries;		/* entries in the layout, tombstones included */
@@ -125,6 +125,13 @@ typedef struct EytzMetaPageData
 } EytzMetaPageData;
 
 typedef EytzMetaPageData *EytzMetaPage;
+
+/* The layout of a metapage: EBS is the fan-out 2, EKS any other */
+static inline int
+eytz_meta_layout(const EytzMetaPageData *meta)
+{
+	return meta->fanout == 2 ? EYTZ_LAYOUT_EBS : EYTZ_LAYOUT_EKS;
+}
 
 #define EytzPageGetMeta(page) ((EytzMetaPage) PageGetContents(page))
 
@@ -218,7 +225,7 @@ extern bytea *eytz_options(Datum reloptions, bool validate);
 
 /* eytzutils.c */
 extern void eytz_init_page(Page page, uint16 flags);
-extern void eytz_init_metapage(Page page, int key_width, int layout, int fanout,
+extern void eytz_init_metapage(Page page, int key_width, int fanout,
 							   int pending_limit);
 extern int	eytz_keys_per_page(int key_width, int fanout);
 extern void eytz_choose_layout(Relation index, uint64 n, int key_width,

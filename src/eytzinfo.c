@@ -90,7 +90,7 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	nblocks = RelationGetNumberOfBlocks(index);
 	relation_close(index, AccessShareLock);
 
-	values[0] = CStringGetTextDatum(eytz_layout_name(meta.layout));
+	values[0] = CStringGetTextDatum(eytz_layout_name(eytz_meta_layout(&meta)));
 	values[1] = Int32GetDatum(meta.fanout);
 	values[2] = Int32GetDatum(meta.key_width);
 	values[3] = Int64GetDatum((int64) (meta.nentries - meta.ndead));

@@ -858,7 +858,7 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	eytz_read_meta(st->index, &meta);
 	ExplainPropertyText("Join Type", join_type_name(st->jointype), es);
 	ExplainPropertyText("Index", RelationGetRelationName(st->index), es);
-	if (meta.layout == EYTZ_LAYOUT_EKS)
+	if (eytz_meta_layout(&meta) == EYTZ_LAYOUT_EKS)
 		snprintf(buf, sizeof(buf), "eks (fanout %u)", meta.fanout);
 	else
 		snprintf(buf, sizeof(buf), "ebs");

@@ -694,7 +694,6 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	merge_into_layout(index, &meta, &sorted_pending, n, fanout, start,
 					  &newmeta);
 	eytz_pairs_free(&sorted_pending);
-	newmeta.layout = layout;
 	newmeta.pending_limit = pending_limit;
 	newmeta.generation = meta.generation + 1;
 	newmeta.pending_head = InvalidBlockNumber;
@@ -715,13 +714,16 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	finish_recycling(index, rc);
 
 	/*
-	 * With no readers the old generation is free now; a layout written past
-	 * a hole that holds it moves into the hole, so the file ends with it.
+	 * With no readers the old generation is free now.  An explicit merge or
+	 * VACUUM moves a layout written past a hole that holds it into the hole,
+	 * so the file ends with it; automatic merges (wait = false, inside
+	 * inserts) leave it there: the next one fills the hole, and a bulk load
+	 * does not copy every layout twice.
 	 */
 	if (no_readers(index, own_opens))
 	{
 		recycle(index, true);
-		if (start > EYTZ_METAPAGE_BLKNO + need)
+		if (wait && start > EYTZ_METAPAGE_BLKNO + need)
 		{
 			lsn = move_to_front(index);
 			recycle(index, true);

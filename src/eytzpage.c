@@ -139,12 +139,9 @@ check_meta(Relation index, const EytzMetaPageData *m, BlockNumber nblocks)
 	if (m->key_width != 4 && m->key_width != 8)
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO, "Key width %u is neither 4 nor 8.",
 					 m->key_width);
-	if (!eytz_fanout_valid(m->fanout) ||
-		(m->layout != EYTZ_LAYOUT_EBS && m->layout != EYTZ_LAYOUT_EKS) ||
-		(m->layout == EYTZ_LAYOUT_EBS) != (m->fanout == 2))
+	if (!eytz_fanout_valid(m->fanout))
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
-					 "Layout %u with fan-out %u is not a valid layout.",
-					 m->layout, m->fanout);
+					 "Fan-out %u is not a valid layout.", m->fanout);
 	if (m->keys_per_page != (uint32) eytz_keys_per_page(m->key_width, m->fanout))
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO, "Metapage says %u keys per page, expected %d.",
 					 m->keys_per_page, eytz_keys_per_page(m->key_width, m->fanout));

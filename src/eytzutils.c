@@ -63,8 +63,7 @@ eytz_init_page(Page page, uint16 flags)
 }
 
 void
-eytz_init_metapage(Page page, int key_width, int layout, int fanout,
-				   int pending_limit)
+eytz_init_metapage(Page page, int key_width, int fanout, int pending_limit)
 {
 	EytzMetaPage meta;
 
@@ -74,7 +73,6 @@ eytz_init_metapage(Page page, int key_width, int layout, int fanout,
 	meta->magic = EYTZ_MAGIC;
 	meta->version = EYTZ_VERSION;
 	meta->key_width = key_width;
-	meta->layout = layout;
 	meta->fanout = fanout;
 	meta->keys_per_page = eytz_keys_per_page(key_width, fanout);
 	meta->keys_start = InvalidBlockNumber;
