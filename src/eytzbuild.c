@@ -460,8 +460,7 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	EytzBuildState bs;
 	EytzMetaPageData meta;
 	double		reltuples;
-	int			layout,
-				fanout,
+	int			fanout,
 				pending_limit;
 	Buffer		metabuf;
 	Page		metapage;
@@ -488,7 +487,7 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	n = bs.spill ? eytz_spill_count(bs.spill) : bs.pairs.n;
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, EYTZ_PHASE_SORT);
-	eytz_choose_layout(index, n, bs.kt->width, &layout, &fanout,
+	eytz_choose_layout(index, n, bs.kt->width, &fanout,
 					   &pending_limit);
 	if (bs.spill)
 	{
@@ -561,11 +560,10 @@ eytz_buildempty(Relation index)
 {
 	const EytzKeyType *kt = eytz_index_key_type(index);
 	Page		metapage;
-	int			layout,
-				fanout,
+	int			fanout,
 				pending_limit;
 
-	eytz_choose_layout(index, 0, kt->width, &layout, &fanout, &pending_limit);
+	eytz_choose_layout(index, 0, kt->width, &fanout, &pending_limit);
 	metapage = (Page) palloc(BLCKSZ);
 	eytz_init_metapage(metapage, kt->width, fanout, pending_limit);
 	EytzPageGetMeta(metapage)->generation = 1;

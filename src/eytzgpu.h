@@ -229,7 +229,7 @@ extern void eytz_init_metapage(Page page, int key_width, int fanout,
 							   int pending_limit);
 extern int	eytz_keys_per_page(int key_width, int fanout);
 extern void eytz_choose_layout(Relation index, uint64 n, int key_width,
-							   int *layout, int *fanout, int *pending_limit);
+							   int *fanout, int *pending_limit);
 extern const char *eytz_layout_name(int layout);
 extern char *eytz_buildphasename(int64 phasenum);
 
@@ -315,7 +315,7 @@ extern void eytz_pending_begin(EytzPendingReader *pr, Relation index,
 							   const EytzMetaPageData *meta);
 extern int	eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
 							  BlockNumber *blkno);
-extern bool eytz_read_pending(Relation index, const EytzMetaPageData *meta,
+extern void eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 							  EytzPendingEntry **entries, uint64 *n,
 							  BlockNumber **blocks, int *nblocks);
 

@@ -311,7 +311,7 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	}
 	if (lk->kind == EYTZ_VIEW_IMAGE)
 		lk->image = eytz_image_acquire(lk->index, &lk->meta);
-	(void) eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
+	eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
 							 NULL, NULL);
 	eytz_sort_pending(lk->pending, lk->npending);
 	if (lk->npending > 0)

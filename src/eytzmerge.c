@@ -599,8 +599,7 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 				i;
 	BlockNumber *pblocks;
 	int			npblocks;
-	int			layout,
-				fanout,
+	int			fanout,
 				pending_limit;
 	int			kpp;
 	BlockNumber need,
@@ -668,7 +667,7 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	Assert(rc->nkeep < EYTZ_MAX_RETIRED);
 
 	n = meta.nentries - meta.ndead + npending;
-	eytz_choose_layout(index, n, meta.key_width, &layout, &fanout,
+	eytz_choose_layout(index, n, meta.key_width, &fanout,
 					   &pending_limit);
 	pending_limit = eytz_auto_pending_limit(pending_limit, n);
 	kpp = eytz_keys_per_page(meta.key_width, fanout);

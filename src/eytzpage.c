@@ -618,10 +618,9 @@ eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
 
 /*
  * All entries of the pending list meta names, palloc'd, and (if blocks is
- * not NULL) the list's blocks.  Raises an error on a damaged list; returns
- * true (callers of an earlier version retried on false).
+ * not NULL) the list's blocks.  Raises an error on a damaged list.
  */
-bool
+void
 eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 				  EytzPendingEntry **entries, uint64 *n,
 				  BlockNumber **blocks, int *nblocks)
@@ -665,5 +664,4 @@ eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 	}
 	*entries = res;
 	*n = cnt;
-	return true;
 }

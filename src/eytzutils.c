@@ -16,12 +16,12 @@
 #include "eytzgpu.h"
 
 /*
- * Layout, fan-out and pending limit of an index about to hold n entries:
+ * Fan-out (2: EBS) and pending limit of an index about to hold n entries:
  * 'auto' takes EBS while keys and TIDs fit in a GPU's L2 (the paper's rule).
  */
 void
 eytz_choose_layout(Relation index, uint64 n, int key_width,
-				   int *layout, int *fanout, int *pending_limit)
+				   int *fanout, int *pending_limit)
 {
 	EytzOptions *opts = (EytzOptions *) index->rd_options;
 	int			lay = opts ? opts->layout : EYTZ_LAYOUT_AUTO;
@@ -29,7 +29,6 @@ eytz_choose_layout(Relation index, uint64 n, int key_width,
 	if (lay == EYTZ_LAYOUT_AUTO)
 		lay = (n * (key_width + sizeof(ItemPointerData)) <= EYTZ_AUTO_EBS_MAX_BYTES)
 			? EYTZ_LAYOUT_EBS : EYTZ_LAYOUT_EKS;
-	*layout = lay;
 	*fanout = lay == EYTZ_LAYOUT_EBS ? 2 : (opts ? opts->fanout : EYTZ_DEFAULT_FANOUT);
 	*pending_limit = opts ? opts->pending_limit : EYTZ_DEFAULT_PENDING_LIMIT;
 }
