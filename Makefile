@@ -14,9 +14,9 @@
 # on it: .build-config and .build-config-cuda record the configuration.
 
 EXTENSION = eytzgpu
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 MODULE_big = eytzgpu
-DATA = sql/eytzgpu--$(EXTVERSION).sql $(wildcard sql/eytzgpu--*--*.sql)
+DATA = $(wildcard sql/eytzgpu--*.sql)
 PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"
 
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
