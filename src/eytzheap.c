@@ -12,6 +12,16 @@
  * heapam_scan_bitmap_next_block/next_tuple do.  Tables of other access
  * methods are read one TID at a time through table_index_fetch_tuple().
  *
+ * The blocks of a chunk are visited in order and each one's misses are
+ * taken ahead of time: EYTZ_HEAP_AHEAD blocks past the current one are
+ * pinned (the buffer mapping lookup is the one miss chain no prefetch can
+ * shorten), the line pointers of their matches prefetched at once and, half
+ * way, the tuple headers those line pointers name.  Reading a line pointer
+ * without the content lock is only a guess at where a tuple will be: the
+ * pin keeps tuples from moving, and a stale or torn value costs a useless
+ * prefetch within the page, nothing else.  The visibility checks run under
+ * the lock as before.
+ *
  * The TIDs come from an unpinned copy of the index, so a block may lie past
  * the table's end (VACUUM truncated it) and an offset past the page's line
  * pointers: neither is visible.  The caller rechecks the key.
@@ -25,7 +35,31 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "eytzgpu.h"
 #include "eytzheap.h"
+
+/*
+ * Blocks pinned ahead of the current one, and the distance at which their
+ * tuple headers are prefetched.  A random block costs a chain of three or
+ * four misses (mapping table, buffer descriptor, line pointer, tuple); at
+ * 20M random rows on the 2-core development VM (about six matches per
+ * block) 8 and 16 blocks ahead measured alike, 210 ns per match under
+ * EXPLAIN ANALYZE, 32 280 and none ahead 283.
+ */
+#define EYTZ_HEAP_AHEAD 16
+#define EYTZ_HEAP_HEADERS_AT (EYTZ_HEAP_AHEAD / 2)
+/* line pointers prefetched per block ahead: a block's first matches */
+#define EYTZ_HEAP_PREFETCH_TIDS 16
+
+/* A block pinned ahead: its buffer and its matches in the chunk */
+typedef struct AheadBlock
+{
+	BlockNumber blk;
+	Buffer		buf;			/* InvalidBuffer: past the table's end */
+	uint32		first;			/* its matches: chunk[first..end) */
+	uint32		end;
+	bool		headers;		/* tuple headers prefetched */
+} AheadBlock;
 
 /* What a TID of the current block resolved to */
 typedef struct VisEntry
@@ -48,6 +82,15 @@ struct EytzHeapFetch
 	uint32		block_no;		/* blocks begun: tags vis[] entries */
 	uint64		pages;			/* blocks read */
 	HeapTupleData tuple;		/* the header the slot points at */
+
+	/* the chunk of matches whose blocks are visited, and the pins ahead */
+	const EytzMatch *chunk;
+	uint32		nchunk;
+	uint32		scan;			/* chunk[scan..) not pinned ahead yet */
+	AheadBlock	ahead[EYTZ_HEAP_AHEAD];
+	uint32		ahead_head;		/* ring of nahead entries */
+	uint32		nahead;
+
 	VisEntry	vis[MaxOffsetNumber + 1];
 };
 
@@ -70,6 +113,105 @@ eytz_heap_begin(Relation rel, Snapshot snapshot, MemoryContext cxt)
 	return hf;
 }
 
+/* Does block blk exist?  (the table may have shrunk, or grown by this transaction's inserts) */
+static bool
+block_exists(EytzHeapFetch *hf, BlockNumber blk)
+{
+	if (blk >= hf->nblocks)
+		hf->nblocks = RelationGetNumberOfBlocks(hf->rel);
+	return blk < hf->nblocks;
+}
+
+/* Prefetch the tuple headers of block a's matches through their line pointers */
+static void
+prefetch_headers(EytzHeapFetch *hf, AheadBlock *a)
+{
+	Page		page;
+	OffsetNumber maxoff;
+	uint32		i;
+
+	a->headers = true;
+	if (!BufferIsValid(a->buf))
+		return;
+	page = BufferGetPage(a->buf);
+	/* unlocked reads: a guess, bounded to the page (see the file header) */
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (i = a->first; i < a->end && i < a->first + EYTZ_HEAP_PREFETCH_TIDS; i++)
+	{
+		OffsetNumber off = eytz_tid_offset(hf->chunk[i].tid);
+		ItemId		lp;
+
+		if (off < FirstOffsetNumber || off > maxoff || off > MaxOffsetNumber)
+			continue;
+		lp = PageGetItemId(page, off);
+		if (ItemIdIsNormal(lp) && ItemIdGetOffset(lp) < BLCKSZ)
+			__builtin_prefetch((char *) page + ItemIdGetOffset(lp));
+	}
+}
+
+/*
+ * Pin the chunk's next blocks until EYTZ_HEAP_AHEAD are ahead, prefetching
+ * their line pointers; prefetch the tuple headers of those half way.
+ */
+static void
+pin_ahead(EytzHeapFetch *hf)
+{
+	uint32		i;
+
+	while (hf->nahead < EYTZ_HEAP_AHEAD && hf->scan < hf->nchunk)
+	{
+		AheadBlock *a = &hf->ahead[(hf->ahead_head + hf->nahead) % EYTZ_HEAP_AHEAD];
+		uint32		end = hf->scan;
+
+		a->blk = eytz_tid_block(hf->chunk[hf->scan].tid);
+		while (end < hf->nchunk && eytz_tid_block(hf->chunk[end].tid) == a->blk)
+			end++;
+		a->first = hf->scan;
+		a->end = end;
+		a->headers = false;
+		a->buf = InvalidBuffer;
+		hf->scan = end;
+		hf->nahead++;
+		if (!block_exists(hf, a->blk))
+			continue;
+		a->buf = ReadBuffer(hf->rel, a->blk);
+		for (i = a->first; i < a->end && i < a->first + EYTZ_HEAP_PREFETCH_TIDS; i++)
+			__builtin_prefetch(PageGetItemId(BufferGetPage(a->buf),
+											 eytz_tid_offset(hf->chunk[i].tid)));
+	}
+	for (i = 0; i < Min(hf->nahead, EYTZ_HEAP_HEADERS_AT); i++)
+	{
+		AheadBlock *a = &hf->ahead[(hf->ahead_head + i) % EYTZ_HEAP_AHEAD];
+
+		if (!a->headers)
+			prefetch_headers(hf, a);
+	}
+}
+
+/* Drop the pins ahead */
+static void
+release_ahead(EytzHeapFetch *hf)
+{
+	while (hf->nahead > 0)
+	{
+		AheadBlock *a = &hf->ahead[hf->ahead_head];
+
+		if (BufferIsValid(a->buf))
+			ReleaseBuffer(a->buf);
+		hf->ahead_head = (hf->ahead_head + 1) % EYTZ_HEAP_AHEAD;
+		hf->nahead--;
+	}
+}
+
+void
+eytz_heap_set_chunk(EytzHeapFetch *hf, const EytzMatch *chunk, uint32 n)
+{
+	release_ahead(hf);
+	hf->chunk = chunk;
+	hf->nchunk = n;
+	hf->scan = 0;
+}
+
 void
 eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk)
 {
@@ -82,13 +224,36 @@ eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk)
 	}
 	if (!hf->page_mode)
 		return;
-	/* the table may have shrunk, or grown by this transaction's inserts */
-	if (blk >= hf->nblocks)
-		hf->nblocks = RelationGetNumberOfBlocks(hf->rel);
-	hf->blk_exists = blk < hf->nblocks;
+	/* blocks before blk were passed by (their pins go), blk may be pinned */
+	while (hf->nahead > 0 && hf->ahead[hf->ahead_head].blk < blk)
+	{
+		if (BufferIsValid(hf->ahead[hf->ahead_head].buf))
+			ReleaseBuffer(hf->ahead[hf->ahead_head].buf);
+		hf->ahead_head = (hf->ahead_head + 1) % EYTZ_HEAP_AHEAD;
+		hf->nahead--;
+	}
+	if (BufferIsValid(hf->buf))
+		ReleaseBuffer(hf->buf);
+	hf->buf = InvalidBuffer;
+	if (hf->nahead > 0 && hf->ahead[hf->ahead_head].blk == blk)
+	{
+		/* the pin moves from the ring to the current block */
+		hf->buf = hf->ahead[hf->ahead_head].buf;
+		hf->ahead_head = (hf->ahead_head + 1) % EYTZ_HEAP_AHEAD;
+		hf->nahead--;
+	}
+	else
+	{
+		/* not from this chunk's walk: what is ahead starts past blk */
+		while (hf->scan < hf->nchunk && eytz_tid_block(hf->chunk[hf->scan].tid) <= blk)
+			hf->scan++;
+		if (block_exists(hf, blk))
+			hf->buf = ReadBuffer(hf->rel, blk);
+	}
+	pin_ahead(hf);
+	hf->blk_exists = BufferIsValid(hf->buf);
 	if (!hf->blk_exists)
 		return;
-	hf->buf = ReleaseAndReadBuffer(hf->buf, hf->rel, blk);
 	hf->pages++;
 	heap_page_prune_opt(hf->rel, hf->buf);
 	LockBuffer(hf->buf, BUFFER_LOCK_SHARE);
@@ -178,6 +343,7 @@ void
 eytz_heap_reset(EytzHeapFetch *hf)
 {
 	ExecClearTuple(hf->slot);
+	eytz_heap_set_chunk(hf, NULL, 0);
 	if (BufferIsValid(hf->buf))
 		ReleaseBuffer(hf->buf);
 	hf->buf = InvalidBuffer;

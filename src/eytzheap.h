@@ -12,10 +12,20 @@
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
+#include "eytzmatch.h"
+
 typedef struct EytzHeapFetch EytzHeapFetch;
 
 extern EytzHeapFetch *eytz_heap_begin(Relation rel, Snapshot snapshot,
 									  MemoryContext cxt);
+
+/*
+ * The chunk of matches (sorted by TID) whose blocks come next: their blocks
+ * are pinned and prefetched ahead of eytz_heap_block_begin().  The chunk
+ * must stay until the next call or eytz_heap_reset().
+ */
+extern void eytz_heap_set_chunk(EytzHeapFetch *hf, const EytzMatch *chunk,
+								uint32 n);
 
 /*
  * Resolving a block: eytz_heap_block_begin(blk), eytz_heap_resolve() for

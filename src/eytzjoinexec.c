@@ -646,6 +646,7 @@ next_match(EytzJoinState *st)
 				st->batch_done = true;
 				return NULL;
 			}
+			eytz_heap_set_chunk(st->hf, st->chunk, st->nchunk);
 			st->nchunks++;
 		}
 		if (st->pos == st->block_end)
