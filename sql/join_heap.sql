@@ -57,3 +57,50 @@ SELECT pg_relation_size('jh_inner') < :size_before AS truncated;
 SELECT join_check('SELECT o.x, i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
 
 DROP TABLE jh_inner, jh_outer;
+
+-- the CPU image search (eytzimage.c) over layouts of several fan-outs: each
+-- query starts below the levels it shares with the one before; repeated
+-- outer keys share whole paths, inner keys repeat over several levels,
+-- ranges overlap, some keys miss
+SET eytzgpu.device = cpu;
+CREATE FUNCTION jh_device(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF r."QUERY PLAN" ~ '^\s*Device: ' THEN
+			RETURN substring(r."QUERY PLAN" from 'Device: (.*)$');
+		END IF;
+	END LOOP;
+	RETURN 'no eytzgpu join';
+END $$;
+CREATE TABLE jh_dup (k int8, v int4);
+INSERT INTO jh_dup SELECT (g * 31) % 97, g FROM generate_series(1, 3000) g;
+INSERT INTO jh_dup SELECT g, -g FROM generate_series(-50, 400) g;
+INSERT INTO jh_dup VALUES (9223372036854775807, 1), (-9223372036854775808, 2), (NULL, 3);
+CREATE TABLE jh_q (x int4, lo int8, hi int8);
+INSERT INTO jh_q SELECT g, (g * 7) % 480 - 60, (g * 7) % 480 - 60 + g % 5 FROM generate_series(1, 4000) g;
+INSERT INTO jh_q VALUES (-1, 9223372036854775807, 9223372036854775807), (-2, -9223372036854775808, -9223372036854775807);
+ANALYZE jh_dup;
+ANALYZE jh_q;
+CREATE INDEX jh_dup_k ON jh_dup USING eytzgpu (k) WITH (layout = ebs);
+SELECT jh_device('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k = q.lo');
+SELECT join_check('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k = q.lo');
+SELECT join_check('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k BETWEEN q.lo AND q.hi');
+DROP INDEX jh_dup_k;
+CREATE INDEX jh_dup_k ON jh_dup USING eytzgpu (k) WITH (layout = eks, fanout = 3);
+SELECT jh_device('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k = q.lo');
+SELECT join_check('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k = q.lo');
+SELECT join_check('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k BETWEEN q.lo AND q.hi');
+DROP INDEX jh_dup_k;
+CREATE INDEX jh_dup_k ON jh_dup USING eytzgpu (k) WITH (layout = eks, fanout = 33);
+SELECT jh_device('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k = q.lo');
+SELECT join_check('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k = q.lo');
+SELECT join_check('SELECT q.x, d.v FROM jh_q q JOIN jh_dup d ON d.k BETWEEN q.lo AND q.hi');
+-- chunks cut between queries that share their paths
+SET work_mem = '64kB';
+SELECT join_check('SELECT q.x, d.v FROM (SELECT * FROM jh_q WHERE x > 0) q JOIN jh_dup d ON d.k BETWEEN q.lo AND q.hi + 20');
+RESET work_mem;
+RESET eytzgpu.device;
+DROP FUNCTION jh_device(text);
+DROP TABLE jh_dup, jh_q;

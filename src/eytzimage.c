@@ -5,14 +5,15 @@
  *		and cached per backend) and the batched search over it.
  *
  * The batched search answers many key ranges at once at memory speed: the
- * queries come sorted by their low key (neighbouring searches share their
- * upper path) and are walked EYTZ_GROUP at a time, one level at a time for
- * every member of the group, each member's next node prefetched while the
- * others are searched (group prefetching): the cache misses of a group
- * overlap instead of forming one chain per key.  Each level is the per-level
- * range scan of the paper (as in eytzsearch.c) on flat arrays.  Matches are
- * first recorded as layout positions and resolved to TIDs in a second pass
- * that prefetches ahead, so the TID array's misses overlap too.
+ * queries come sorted by their low key, so neighbouring searches share
+ * their upper path and each level is read from left to right.  A query
+ * starts where its path leaves the previous query's (the levels above are
+ * not searched again, only their first candidate compared), and the slots
+ * right of each new node are prefetched for the queries that follow.  Each
+ * level is the per-level range scan of the paper (as in eytzsearch.c) on
+ * flat arrays.  Matches are first recorded as layout positions and resolved
+ * to TIDs in a second pass that prefetches ahead, so the TID array's misses
+ * overlap too.
  *
  * The image holds no buffer pin, so a TID it returns may have been vacuumed
  * since; the executor rechecks the key on the fetched heap tuple.
@@ -27,14 +28,13 @@
 
 #include "eytzimage.h"
 
+/* levels a layout may have (a fan-out of 2 and 2^64 entries) */
+#define EYTZ_MAX_LEVELS 64
 /*
- * Searches in flight together: enough independent misses to cover DRAM
- * latency (about 100 ns against a few ns of work per node), few enough that
- * a group's nodes stay in L1.  At 20M keys on the 2-core development VM,
- * 16, 32 and 64 measured alike (within its noise); 32 leaves headroom for
- * the longer memory latencies of larger machines.
+ * How far right of a new node the search prefetches, in slots: the next
+ * queries of a sorted batch reach nodes a few cache lines to the right.
  */
-#define EYTZ_GROUP 32
+#define EYTZ_STREAM_AHEAD 64
 /* how far ahead the TID resolution prefetches */
 #define EYTZ_RESOLVE_AHEAD 16
 
@@ -179,56 +179,102 @@ resolve_tids(const uint64 *tids, EytzMatch *m, uint32 from, uint32 n)
 }
 
 /*
- * The group-prefetching per-level range scan of one group of g queries,
- * for one key width: appends (layout position, row) to out[*n..] and
- * returns false, with *n unchanged, if more than room matches came.  A whole
- * node's keys must ascend within the bounds its path sets (as the index
- * scan checks): a damaged key would send the search into the wrong subtree
- * and lose rows, so it raises XX002 instead.
+ * Where the search of the previous query went at one level.  The next
+ * query (its low key is not smaller) takes the same way down to the deepest
+ * level whose ub it does not pass: its count of node keys below its low key
+ * is the same there, so is its first candidate.
  */
-#define DEFINE_GROUP_SEARCH(NAME, KT) \
-static bool \
+typedef struct LevelStep
+{
+	uint64		first;			/* first candidate slot, or NO_SLOT */
+	uint64		first_key;		/* its key */
+	uint64		child;			/* the node below */
+	uint64		lb;				/* bounds of the keys below this level */
+	uint64		ub;
+} LevelStep;
+
+#define NO_SLOT PG_UINT64_MAX
+
+/*
+ * The per-level range scan of queries qlo/qhi/qrow[0..nq) (ascending low
+ * keys) for one key width: appends (layout position, row) to out[*n..limit)
+ * for whole queries, and returns how many queries were answered (their
+ * matches fit).  A query starts below the levels it shares with the one
+ * before (see LevelStep): with sorted batches most queries compare keys at
+ * the last one or two levels only, and each level is read from left to
+ * right, so the slots ahead of a new node are prefetched for the next
+ * queries.  A whole node's keys must ascend within the bounds its path sets
+ * (as the index scan checks); each node is checked when a search first
+ * reaches it: a damaged key would send the search into the wrong subtree and
+ * lose rows, so it raises XX002 instead.
+ */
+#define DEFINE_SORTED_SEARCH(NAME, KT) \
+static uint32 \
 NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
-	 const uint64 *qlo, const uint64 *qhi, const uint32 *qrow, uint32 g, \
-	 uint32 room, EytzMatch *out, uint32 *n) \
+	 const EytzMatch *order, const uint64 *qhi, uint32 nq, \
+	 uint32 limit, EytzMatch *out, uint32 *n) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	uint32		k = img->meta.fanout; \
-	uint64		nent = img->meta.nentries; \
 	uint32		levels = img->meta.levels; \
-	uint64		node[EYTZ_GROUP]; \
-	uint64		lb[EYTZ_GROUP]; \
-	uint64		ub[EYTZ_GROUP]; \
+	LevelStep	step[EYTZ_MAX_LEVELS]; \
+	uint32		depth = 0; \
 	uint32		cnt = *n; \
-	uint32		limit = *n + room; \
-	uint32		l, \
-				i; \
+	uint32		q; \
 \
-	for (i = 0; i < g; i++) \
+	for (q = 0; q < nq; q++) \
 	{ \
-		node[i] = 0; \
-		lb[i] = 0; \
-		ub[i] = PG_UINT64_MAX; \
-	} \
-	for (l = 0; l < levels; l++) \
-	{ \
-		uint64		end = level_end[l]; \
+		uint64		lo = order[q].tid; \
+		uint64		hi = qhi ? qhi[order[q].row] : lo; \
+		uint32		row = order[q].unused; \
+		uint32		before = cnt; \
+		uint32		l = 0; \
+		uint32		m; \
+		uint64		s, \
+					lb, \
+					ub, \
+					pos; \
 \
-		for (i = 0; i < g; i++) \
+		if ((q & 0x3FFF) == 0x3FFF) \
+			CHECK_FOR_INTERRUPTS(); \
+		while (l < depth && lo <= step[l].ub) \
+			l++; \
+		/* the shared levels: matches where the previous query's were */ \
+		for (m = 0; m < l; m++) \
 		{ \
-			uint64		s = node[i]; \
-			uint64		lo = qlo[i]; \
-			uint64		hi = qhi[i]; \
+			if (step[m].first == NO_SLOT || step[m].first_key > hi) \
+				continue; \
+			for (pos = step[m].first; pos < level_end[m] && keys[pos] <= hi; pos++) \
+			{ \
+				if (cnt == limit) \
+					goto full; \
+				out[cnt].tid = pos; \
+				out[cnt].row = row; \
+				cnt++; \
+			} \
+		} \
+		s = l == 0 ? 0 : step[l - 1].child; \
+		lb = l == 0 ? 0 : step[l - 1].lb; \
+		ub = l == 0 ? PG_UINT64_MAX : step[l - 1].ub; \
+		for (; l < levels; l++) \
+		{ \
+			uint64		end = level_end[l]; \
 			uint32		j = 0; \
-			uint64		pos; \
 \
 			if (s >= end) \
+			{ \
+				/* no node here, nor below */ \
+				step[l].first = NO_SLOT; \
+				step[l].child = s; \
+				step[l].lb = lb; \
+				step[l].ub = ub; \
 				continue; \
+			} \
 			if (s + k - 1 <= end) \
 			{ \
 				/* a whole node: count its keys below lo, without branches */ \
 				const KT   *nk = &keys[s]; \
-				bool		bad = nk[0] < lb[i] || nk[k - 2] > ub[i]; \
+				bool		bad = nk[0] < lb || nk[k - 2] > ub; \
 				uint32		c; \
 \
 				for (c = 0; c < k - 1; c++) \
@@ -239,34 +285,46 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 				if (unlikely(bad)) \
 					EYTZ_CORRUPT(index, img->meta.keys_start + s / img->meta.keys_per_page, \
 								 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.", s); \
-				if (j > 0) \
-					lb[i] = nk[j - 1]; \
-				if (j < k - 1) \
-					ub[i] = nk[j]; \
 			} \
 			else \
 				while (s + j < end && keys[s + j] < lo) \
 					j++; \
-			for (pos = s + j; pos < end && keys[pos] <= hi; pos++) \
+			if (j > 0) \
+				lb = keys[s + j - 1]; \
+			pos = s + j; \
+			if (pos < end && pos < s + k - 1) \
+				ub = keys[pos]; \
+			/* past the node's keys the level goes on in the next node */ \
+			step[l].first = pos < end ? pos : NO_SLOT; \
+			step[l].first_key = pos < end ? keys[pos] : 0; \
+			step[l].lb = lb; \
+			step[l].ub = ub; \
+			for (; pos < end && keys[pos] <= hi; pos++) \
 			{ \
 				if (cnt == limit) \
-					return false; \
+					goto full; \
 				out[cnt].tid = pos; \
-				out[cnt].row = qrow[i]; \
+				out[cnt].row = row; \
 				cnt++; \
 			} \
+			/* the next queries come to the slots right of this node */ \
+			if (s + EYTZ_STREAM_AHEAD < end) \
+				__builtin_prefetch(&keys[s + EYTZ_STREAM_AHEAD]); \
 			s = eytz_child(s, j, k); \
-			node[i] = s; \
-			if (s < nent) \
-				__builtin_prefetch(&keys[s]); \
+			step[l].child = s; \
 		} \
+		depth = levels; \
+		continue; \
+full: \
+		cnt = before; \
+		break; \
 	} \
 	*n = cnt; \
-	return true; \
+	return q; \
 }
 
-DEFINE_GROUP_SEARCH(group_search_4, uint32)
-DEFINE_GROUP_SEARCH(group_search_8, uint64)
+DEFINE_SORTED_SEARCH(sorted_search_4, uint32)
+DEFINE_SORTED_SEARCH(sorted_search_8, uint64)
 
 uint32
 eytz_image_search(Relation index, const EytzLayoutImage *img,
@@ -274,53 +332,22 @@ eytz_image_search(Relation index, const EytzLayoutImage *img,
 				  uint32 start, uint32 nq, const uint64 *hi, uint32 max,
 				  EytzMatch *out, uint32 *nout)
 {
-	uint64		level_end[64];
-	uint32		n = *nout;
-	uint32		first = n;
-	uint32		pos = start;
-	uint32		group = EYTZ_GROUP;
+	uint64		level_end[EYTZ_MAX_LEVELS];
+	uint32		first = *nout;
+	uint32		done;
 	uint32		l;
 
-	if (img->meta.levels > 64)
+	if (img->meta.levels > EYTZ_MAX_LEVELS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("eytzgpu layout has %u levels", img->meta.levels)));
+	if (img->meta.nentries == 0)
+		return nq - start;
 	for (l = 0; l < img->meta.levels; l++)
 		level_end[l] = eytz_level_end(l, img->meta.fanout, img->meta.nentries);
-
-	while (pos < nq)
-	{
-		uint64		qlo[EYTZ_GROUP],
-					qhi[EYTZ_GROUP];
-		uint32		qrow[EYTZ_GROUP];
-		uint32		g = Min(group, nq - pos);
-		uint32		i;
-		bool		fit = true;
-
-		for (i = 0; i < g; i++)
-		{
-			const EytzMatch *o = &order[pos + i];
-
-			qlo[i] = o->tid;
-			qhi[i] = hi ? hi[o->row] : o->tid;
-			qrow[i] = o->unused;
-		}
-		if (img->meta.nentries > 0)
-			fit = img->meta.key_width == 4 ?
-				group_search_4(index, img, level_end, qlo, qhi, qrow, g, max - n, out, &n) :
-				group_search_8(index, img, level_end, qlo, qhi, qrow, g, max - n, out, &n);
-		if (!fit)
-		{
-			/* a chunk with matches ends here; an empty one goes query by query */
-			if (n > first || g == 1)
-				break;
-			group = 1;
-			continue;
-		}
-		pos += g;
-		if ((pos & 0x3FFF) < g)
-			CHECK_FOR_INTERRUPTS();
-	}
-	*nout = resolve_tids(img->tids, out, first, n);
-	return pos - start;
+	done = img->meta.key_width == 4 ?
+		sorted_search_4(index, img, level_end, order + start, hi, nq - start, max, out, nout) :
+		sorted_search_8(index, img, level_end, order + start, hi, nq - start, max, out, nout);
+	*nout = resolve_tids(img->tids, out, first, *nout);
+	return done;
 }
