@@ -56,6 +56,8 @@ int			eytz_batch_size = 1048576;
 /* the scan's first chunk: small, so that a LIMIT above costs little */
 #define EYTZ_FIRST_CHUNK 1024
 #define NO_ROW PG_UINT32_MAX
+/* matches ahead whose batch rows are prefetched */
+#define EYTZ_ROW_AHEAD 8
 
 /* What the matches of a batch row need of it, in one place (one cache miss) */
 typedef struct BatchRow
@@ -351,12 +353,13 @@ ensure_rows(EytzJoinState *st, uint32 n)
 		pfree(st->qhi);
 		pfree(st->qrow);
 	}
-	st->ovalues = MemoryContextAllocHuge(cxt, sizeof(Datum) * no * n);
-	st->onulls = MemoryContextAllocHuge(cxt, sizeof(bool) * no * n);
-	st->rows = MemoryContextAllocHuge(cxt, sizeof(BatchRow) * n);
-	st->qlo = MemoryContextAllocHuge(cxt, sizeof(uint64) * n);
-	st->qhi = MemoryContextAllocHuge(cxt, sizeof(uint64) * n);
-	st->qrow = MemoryContextAllocHuge(cxt, sizeof(uint32) * n);
+	/* huge pages: the matches read rows and their values at random */
+	st->ovalues = eytz_alloc_large(cxt, sizeof(Datum) * no * n);
+	st->onulls = eytz_alloc_large(cxt, sizeof(bool) * no * n);
+	st->rows = eytz_alloc_large(cxt, sizeof(BatchRow) * n);
+	st->qlo = eytz_alloc_large(cxt, sizeof(uint64) * n);
+	st->qhi = eytz_alloc_large(cxt, sizeof(uint64) * n);
+	st->qrow = eytz_alloc_large(cxt, sizeof(uint32) * n);
 	st->alloc_rows = n;
 }
 
@@ -431,12 +434,13 @@ fill_batch(EytzJoinState *st)
 		slot_getallattrs(slot);
 		vals = &st->ovalues[(Size) row * no];
 		nulls = &st->onulls[(Size) row * no];
-		memcpy(vals, slot->tts_values, sizeof(Datum) * no);
-		memcpy(nulls, slot->tts_isnull, sizeof(bool) * no);
+		/* a loop: a few columns, not worth a library call each */
 		for (i = 0; i < no; i++)
 		{
 			MemoryContext old;
 
+			vals[i] = slot->tts_values[i];
+			nulls[i] = slot->tts_isnull[i];
 			if (nulls[i] || st->outer_byval[i])
 				continue;
 			old = MemoryContextSwitchTo(st->batchcxt);
@@ -584,8 +588,15 @@ store_outer(EytzJoinState *st, uint32 row)
 
 	if (st->slot_row != row)
 	{
-		memcpy(scan->tts_values, &st->ovalues[(Size) row * no], sizeof(Datum) * no);
-		memcpy(scan->tts_isnull, &st->onulls[(Size) row * no], sizeof(bool) * no);
+		const Datum *vals = &st->ovalues[(Size) row * no];
+		const bool *nulls = &st->onulls[(Size) row * no];
+		int			i;
+
+		for (i = 0; i < no; i++)
+		{
+			scan->tts_values[i] = vals[i];
+			scan->tts_isnull[i] = nulls[i];
+		}
 		st->slot_row = row;
 	}
 	if (TTS_EMPTY(scan))
@@ -620,6 +631,15 @@ other_quals_pass(EytzJoinState *st)
 	return true;
 }
 
+/* What the matches of batch row "row" will read of it */
+static inline void
+prefetch_row(EytzJoinState *st, uint32 row)
+{
+	__builtin_prefetch(&st->rows[row]);
+	__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
+	__builtin_prefetch(&st->onulls[(Size) row * st->nouter]);
+}
+
 /* The next joined row of the batch's matches, or NULL after its last chunk */
 static TupleTableSlot *
 next_match(EytzJoinState *st)
@@ -651,6 +671,9 @@ next_match(EytzJoinState *st)
 		}
 		if (st->pos == st->block_end)
 			resolve_block(st);
+		/* the rows of the matches ahead, at random in the batch: their misses overlap */
+		if (st->pos + EYTZ_ROW_AHEAD < st->nchunk)
+			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
 		m = &st->chunk[st->pos++];
 		row = m->row;
 		if (st->single_match && st->rows[row].matched)
