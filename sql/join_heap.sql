@@ -13,8 +13,9 @@
 CREATE TABLE jh_inner (k int4, v int4, pad text) WITH (fillfactor = 70);
 INSERT INTO jh_inner SELECT (g * 7919) % 20011, g, repeat('x', g % 40) FROM generate_series(1, 40000) g;
 CREATE INDEX jh_inner_k ON jh_inner USING eytzgpu (k);
-CREATE TABLE jh_outer (k int4, x int4);
-INSERT INTO jh_outer SELECT (g::int8 * 104729) % 21000, g FROM generate_series(1, 30000) g;
+CREATE TABLE jh_outer (k int4, x int4, n int4, t text);
+INSERT INTO jh_outer SELECT (g::int8 * 104729) % 21000, g, CASE WHEN g % 3 > 0 THEN g END,
+	CASE WHEN g % 5 > 0 THEN 't' || g END FROM generate_series(1, 30000) g;
 VACUUM ANALYZE jh_inner;
 ANALYZE jh_outer;
 SELECT pg_relation_size('jh_inner') / 8192 > 200 AS many_blocks;
@@ -28,6 +29,10 @@ SELECT join_check('SELECT o.x FROM jh_outer o WHERE NOT EXISTS (SELECT 1 FROM jh
 SELECT join_check('SELECT o.x, i.v FROM jh_outer o JOIN jh_inner i ON i.k BETWEEN o.k AND o.k + 3');
 RESET work_mem;
 SELECT join_check('SELECT o.x, i.v, i.pad FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
+-- outer rows with and without NULLs among their values, matched
+SELECT join_check('SELECT o.x, o.n, o.t, i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, o.n IS NULL AS nn, o.t IS NULL AS tn, i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k AND (o.n IS NULL OR i.v > o.n)');
+SELECT join_check('SELECT o.x, o.n, o.t, i.v FROM jh_outer o LEFT JOIN jh_inner i ON i.k = o.k AND i.v % 2 = 0');
 
 -- HOT chains (fillfactor leaves room), non-HOT updates and deletes
 UPDATE jh_inner SET v = v + 1 WHERE v % 13 = 0;

@@ -65,6 +65,7 @@ typedef struct BatchRow
 	uint64		lo;				/* key range; lo > hi: no query */
 	uint64		hi;
 	bool		matched;
+	bool		has_nulls;		/* a NULL among its outer values */
 } BatchRow;
 
 typedef enum JoinPhase
@@ -424,6 +425,7 @@ fill_batch(EytzJoinState *st)
 		uint32		row = st->nrows;
 		Datum	   *vals;
 		bool	   *nulls;
+		bool		has_nulls = false;
 		int			i;
 
 		if (TupIsNull(slot))
@@ -441,6 +443,7 @@ fill_batch(EytzJoinState *st)
 
 			vals[i] = slot->tts_values[i];
 			nulls[i] = slot->tts_isnull[i];
+			has_nulls |= nulls[i];
 			if (nulls[i] || st->outer_byval[i])
 				continue;
 			old = MemoryContextSwitchTo(st->batchcxt);
@@ -464,6 +467,7 @@ fill_batch(EytzJoinState *st)
 		}
 		ResetExprContext(econtext);
 		st->rows[row].matched = false;
+		st->rows[row].has_nulls = has_nulls;
 		st->nrows++;
 	}
 	/* grow geometrically up to the batch size */
@@ -590,12 +594,14 @@ store_outer(EytzJoinState *st, uint32 row)
 	{
 		const Datum *vals = &st->ovalues[(Size) row * no];
 		const bool *nulls = &st->onulls[(Size) row * no];
+		bool		has_nulls = st->rows[row].has_nulls;
 		int			i;
 
+		/* rows without NULLs (the row's flags are in cache): no other read */
 		for (i = 0; i < no; i++)
 		{
 			scan->tts_values[i] = vals[i];
-			scan->tts_isnull[i] = nulls[i];
+			scan->tts_isnull[i] = has_nulls && nulls[i];
 		}
 		st->slot_row = row;
 	}
@@ -637,7 +643,6 @@ prefetch_row(EytzJoinState *st, uint32 row)
 {
 	__builtin_prefetch(&st->rows[row]);
 	__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
-	__builtin_prefetch(&st->onulls[(Size) row * st->nouter]);
 }
 
 /* The next joined row of the batch's matches, or NULL after its last chunk */
