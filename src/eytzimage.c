@@ -209,6 +209,22 @@ typedef struct LevelStep
  * lose rows, so it raises XX002 instead.
  */
 #define DEFINE_SORTED_SEARCH(NAME, KT) \
+/* The matches of row at one level from slot pos on; false when out is full */ \
+static inline bool \
+NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
+			 uint32 limit, EytzMatch *out, uint32 *cnt) \
+{ \
+	for (; pos < end && keys[pos] <= hi; pos++) \
+	{ \
+		if (*cnt == limit) \
+			return false; \
+		out[*cnt].tid = pos; \
+		out[*cnt].row = row; \
+		(*cnt)++; \
+	} \
+	return true; \
+} \
+\
 static uint32 \
 NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *qhi, uint32 nq, \
@@ -244,14 +260,8 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 		{ \
 			if (step[m].first == NO_SLOT || step[m].first_key > hi) \
 				continue; \
-			for (pos = step[m].first; pos < level_end[m] && keys[pos] <= hi; pos++) \
-			{ \
-				if (cnt == limit) \
-					goto full; \
-				out[cnt].tid = pos; \
-				out[cnt].row = row; \
-				cnt++; \
-			} \
+			if (!NAME##_level(keys, step[m].first, level_end[m], hi, row, limit, out, &cnt)) \
+				goto full; \
 		} \
 		s = l == 0 ? 0 : step[l - 1].child; \
 		lb = l == 0 ? 0 : step[l - 1].lb; \
@@ -299,14 +309,8 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 			step[l].first_key = pos < end ? keys[pos] : 0; \
 			step[l].lb = lb; \
 			step[l].ub = ub; \
-			for (; pos < end && keys[pos] <= hi; pos++) \
-			{ \
-				if (cnt == limit) \
-					goto full; \
-				out[cnt].tid = pos; \
-				out[cnt].row = row; \
-				cnt++; \
-			} \
+			if (!NAME##_level(keys, pos, end, hi, row, limit, out, &cnt)) \
+				goto full; \
 			/* the next queries come to the slots right of this node */ \
 			if (s + EYTZ_STREAM_AHEAD < end) \
 				__builtin_prefetch(&keys[s + EYTZ_STREAM_AHEAD]); \
