@@ -52,6 +52,17 @@ eytz_image_init(void)
 
 static MemoryContext image_cxt = NULL;
 
+/* The long-lived context of the cached images */
+static MemoryContext
+images_context(void)
+{
+	if (image_cxt == NULL)
+		image_cxt = AllocSetContextCreate(TopMemoryContext,
+										  "eytzgpu layout images",
+										  ALLOCSET_SMALL_SIZES);
+	return image_cxt;
+}
+
 /* The cache's destructor: an image and its arrays live in one context */
 static void
 image_free(EytzCacheEntry *entry)
@@ -89,10 +100,6 @@ image_load(Relation index, const EytzMetaPageData *meta)
 	EytzImage  *image;
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 
-	if (image_cxt == NULL)
-		image_cxt = AllocSetContextCreate(TopMemoryContext,
-										  "eytzgpu layout images",
-										  ALLOCSET_SMALL_SIZES);
 	cxt = AllocSetContextCreate(CurrentMemoryContext,
 								"eytzgpu layout image",
 								ALLOCSET_SMALL_SIZES);
@@ -106,7 +113,7 @@ image_load(Relation index, const EytzMetaPageData *meta)
 	}
 	eytz_region_load(index, meta, strategy, image->img.keys, image->img.tids);
 	FreeAccessStrategy(strategy);
-	MemoryContextSetParent(cxt, image_cxt);
+	MemoryContextSetParent(cxt, images_context());
 	return image;
 }
 
@@ -130,6 +137,59 @@ void
 eytz_image_release(EytzImage *image)
 {
 	eytz_cache_release(&image_cache, &image->ce);
+}
+
+/* The bytes of the keys of meta's layout, the TIDs' offset in a shared copy */
+static Size
+shared_keys_bytes(const EytzMetaPageData *meta)
+{
+	return MAXALIGN(meta->nentries * meta->key_width);
+}
+
+Size
+eytz_image_shared_size(const EytzMetaPageData *meta)
+{
+	return add_size(shared_keys_bytes(meta), mul_size(meta->nentries, sizeof(uint64)));
+}
+
+bool
+eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst)
+{
+	EytzImage  *image;
+
+	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
+	if (image == NULL)
+		return false;
+	if (meta->nentries > 0)
+	{
+		memcpy(dst, image->img.keys, meta->nentries * meta->key_width);
+		memcpy((char *) dst + shared_keys_bytes(meta), image->img.tids,
+			   meta->nentries * sizeof(uint64));
+	}
+	eytz_image_release(image);
+	return true;
+}
+
+void
+eytz_image_adopt(Relation index, const EytzMetaPageData *meta, void *src)
+{
+	MemoryContext cxt;
+	EytzImage  *image;
+
+	if (eytz_image_resident(index, meta->generation))
+		return;
+	/* the context holds only the struct: freeing it leaves the copy alone */
+	cxt = AllocSetContextCreate(images_context(), "eytzgpu shared layout image",
+								ALLOCSET_SMALL_SIZES);
+	image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
+	image->cxt = cxt;
+	image->img.meta = *meta;
+	image->img.keys = src;
+	image->img.tids = (uint64 *) ((char *) src + shared_keys_bytes(meta));
+	/* it costs this backend no memory of its own */
+	if (!eytz_cache_add(&image_cache, &image->ce, index, meta->generation, 0, 0,
+						(Size) eytz_image_cache_limit_mb * 1024 * 1024))
+		MemoryContextDelete(cxt);
 }
 
 /* qsort order of pending entries: key, then TID */

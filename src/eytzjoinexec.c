@@ -45,6 +45,7 @@
 #include "utils/rel.h"
 
 #include "eytzheap.h"
+#include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
 
@@ -111,10 +112,17 @@ typedef struct EytzJoinReport
 	double		stage_ms[NUM_STAGES];
 } EytzJoinReport;
 
-/* The parallel join's shared memory: a report per worker */
+/*
+ * The parallel join's shared memory: a report per worker, then (when the
+ * leader had it cached) a copy of the leader's image of the index, which
+ * the workers search in place instead of each loading its own
+ */
 typedef struct EytzJoinShared
 {
 	int			nworkers;
+	bool		has_image;
+	Size		image_offset;
+	EytzMetaPageData image_meta;
 	EytzJoinReport reports[FLEXIBLE_ARRAY_MEMBER];
 } EytzJoinShared;
 
@@ -196,6 +204,8 @@ typedef struct EytzJoinState
 
 	/* parallel join: the workers' reports (leader: copied at shutdown) */
 	EytzJoinShared *shared;
+	EytzMetaPageData share_meta;	/* leader: the generation it shares */
+	Size		share_bytes;	/* and the bytes of its image, or 0 */
 	EytzJoinReport *worker_reports;
 	int			nworker_reports;
 } EytzJoinState;
@@ -960,8 +970,11 @@ static void
 explain_workers(EytzJoinState *st, ExplainState *es)
 {
 	int			i;
+	int			ndone = 0;
 
-	if (st->nworker_reports == 0)
+	for (i = 0; i < st->nworker_reports; i++)
+		ndone += st->worker_reports[i].done;
+	if (ndone == 0)
 		return;
 	ExplainOpenGroup("Join Workers", "Join Workers", false, es);
 	for (i = 0; i < st->nworker_reports; i++)
@@ -1015,25 +1028,48 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 }
 
 /*
- * Parallel join (a partial path under Gather): shared memory holds only the
- * workers' reports for the leader's EXPLAIN ANALYZE; the outer scan divides
- * the work, and each process pins its own view of the index.
+ * Parallel join (a partial path under Gather): the outer scan divides the
+ * work and each process pins its own view of the index.  Shared memory
+ * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
+ * leader has the index's image cached, a copy of it that the workers cache
+ * in place (a copy costs the leader a memcpy, a load each worker reads and
+ * checks every page of the index).
  */
+static Size
+reports_size(int nworkers)
+{
+	return MAXALIGN(add_size(offsetof(EytzJoinShared, reports),
+							 mul_size(sizeof(EytzJoinReport), nworkers)));
+}
+
 static Size
 eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return add_size(offsetof(EytzJoinShared, reports),
-					mul_size(sizeof(EytzJoinReport), pcxt->nworkers));
+	EytzJoinState *st = (EytzJoinState *) node;
+
+	eytz_read_meta(st->index, &st->share_meta);
+	st->share_bytes = 0;
+	if (eytz_image_resident(st->index, st->share_meta.generation))
+		st->share_bytes = eytz_image_shared_size(&st->share_meta);
+	return add_size(reports_size(pcxt->nworkers), st->share_bytes);
 }
 
 static void
 eytz_join_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
+	EytzJoinShared *shared = (EytzJoinShared *) coordinate;
 
-	memset(coordinate, 0, eytz_join_estimate_dsm(node, pcxt));
-	st->shared = (EytzJoinShared *) coordinate;
-	st->shared->nworkers = pcxt->nworkers;
+	memset(shared, 0, reports_size(pcxt->nworkers));
+	shared->nworkers = pcxt->nworkers;
+	if (st->share_bytes > 0)
+	{
+		shared->image_offset = reports_size(pcxt->nworkers);
+		shared->image_meta = st->share_meta;
+		shared->has_image = eytz_image_export(st->index, &st->share_meta,
+											  (char *) shared + shared->image_offset);
+	}
+	st->shared = shared;
 }
 
 /* A rescan relaunches the workers: their reports add up over the scans */
@@ -1046,7 +1082,12 @@ eytz_join_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordin
 static void
 eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
-	((EytzJoinState *) node)->shared = (EytzJoinShared *) coordinate;
+	EytzJoinState *st = (EytzJoinState *) node;
+
+	st->shared = (EytzJoinShared *) coordinate;
+	if (st->shared->has_image)
+		eytz_image_adopt(st->index, &st->shared->image_meta,
+						 (char *) st->shared + st->shared->image_offset);
 }
 
 /*

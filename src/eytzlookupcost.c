@@ -126,9 +126,11 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 
 	eytz_read_meta(index, &meta);
 	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL);
-	/* a parallel worker starts with nothing resident: it loads its own */
-	(void) eytz_view_cost(&meta,
-						  !fresh_backend && eytz_image_resident(index, meta.generation),
+	/*
+	 * a parallel worker starts with nothing resident but the image the
+	 * leader shares with it (the leader's cached one): it uploads its own
+	 */
+	(void) eytz_view_cost(&meta, eytz_image_resident(index, meta.generation),
 						  gpu_ok,
 						  gpu_ok && !fresh_backend &&
 						  eytz_device_resident(index, meta.generation),
