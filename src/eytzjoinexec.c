@@ -115,7 +115,7 @@ typedef struct EytzJoinReport
 /*
  * The parallel join's shared memory: a report per worker, then (when the
  * leader had it cached) a copy of the leader's image of the index, which
- * the workers search in place instead of each loading its own
+ * the workers copy instead of each loading its own
  */
 typedef struct EytzJoinShared
 {
@@ -1031,9 +1031,9 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * Parallel join (a partial path under Gather): the outer scan divides the
  * work and each process pins its own view of the index.  Shared memory
  * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
- * leader has the index's image cached, a copy of it that the workers cache
- * in place (a copy costs the leader a memcpy, a load each worker reads and
- * checks every page of the index).
+ * leader has the index's image cached, a copy of it that each worker copies
+ * into its own cache (a memcpy, where a load reads and checks every page of
+ * the index).
  */
 static Size
 reports_size(int nworkers)
@@ -1086,8 +1086,8 @@ eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 
 	st->shared = (EytzJoinShared *) coordinate;
 	if (st->shared->has_image)
-		eytz_image_adopt(st->index, &st->shared->image_meta,
-						 (char *) st->shared + st->shared->image_offset);
+		eytz_image_import(st->index, &st->shared->image_meta,
+						  (char *) st->shared + st->shared->image_offset);
 }
 
 /*
