@@ -8,6 +8,9 @@
  * outer side, by equality or by a lower and an upper bound, a CustomPath is
  * offered: the outer side is read in batches, each batch is looked up in the
  * index at once (GPU or CPU), and the inner tuples are fetched in TID order.
+ * Where the outer rel has partial paths, a partial variant of the path
+ * (add_partial_join_path) runs under Gather: each process batches its share
+ * of the parallel outer scan and searches the whole index.
  *
  * The plan's custom_scan_tlist is the outer plan's target list followed by
  * the inner table's columns the join needs (plain columns, system columns,

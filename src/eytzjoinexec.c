@@ -21,6 +21,10 @@
  * never learns a LIMIT above it.  The batch arrays grow with the batches,
  * a few times a scan, up to the largest batch work_mem allows.
  *
+ * Under Gather (the parallel join) each process runs this executor on its
+ * share of the outer rows; the node's shared memory carries the leader's
+ * cached image to the workers and the workers' counters back to the leader.
+ *
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
  * that moves from stage to stage (outer scan and batch fill, lookup, heap
  * fetch, qual and projection, the node's own control flow), so the stages
