@@ -55,7 +55,7 @@ time_query() {
 	first=$(sed -n 1p <<<"$times")
 	best=$(sort -n <<<"$times" | sed -n 1p)
 	result=$(grep -E '^ *[0-9]+ *\| *[0-9]+' "$f" | head -1 | tr -s ' ' || true)
-	plan=$(grep -oE 'Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop|Merge Join' "$f" | head -1 || true)
+	plan=$(grep -oE 'Parallel Custom Scan \(EytzGPU Join\)|Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop|Merge Join' "$f" | head -1 || true)
 	device=$(grep -oE 'Device: [a-z ()]+' "$f" | tail -1 | cut -d' ' -f2- || true)
 	printf '| %-38s | %-30s | %9.0f | %9.0f | %-22s |\n' "$name" "$plan${device:+ ($device)}" "$best" "$first" "$result" | tee -a "$OUT/table.md"
 	[ -n "$budget" ] && stage_budget "$name" "$f" "$best"
@@ -166,6 +166,36 @@ if [ "${EYTZ_GPU:-0}" = 1 ]; then
 fi
 time_query "random: eytzgpu join (device chosen)" "$ON $FORCE" "$QR" budget
 time_query "random: eytzgpu join, CPU" "$ON $FORCE SET eytzgpu.device = cpu;" "$QR" budget
+
+# Parallel batched join (issue 11): the join under Gather, each process
+# batching its share of a parallel outer scan, against the serial batched
+# join and parallel hash join, on both data sets; then the plan the planner
+# picks by default with the join enabled (parallel allowed).  WORKERS sets
+# max_parallel_workers_per_gather (default 2).
+WORKERS=${WORKERS:-2}
+PAR="SET eytzgpu.enable_join = on; SET work_mem = '1GB'; SET max_parallel_workers_per_gather = $WORKERS;"
+PHASH="$OFF SET max_parallel_workers_per_gather = $WORKERS; SET enable_nestloop = off; SET enable_mergejoin = off;"
+echo "| parallel: $WORKERS workers | | | | |" | tee -a "$OUT/table.md"
+for set in friendly random; do
+	if [ $set = friendly ]; then q=$Q; else q=$QR; fi
+	time_query "$set: serial batched join" "$ON $FORCE" "$q"
+	time_query "$set: parallel batched join" "$PAR $FORCE" "$q"
+	time_query "$set: parallel hash join" "$PHASH" "$q"
+	time_query "$set: planner's choice, parallel allowed" "$PAR" "$q"
+	serial=$(grep -F "| $set: serial batched join " "$OUT/table.md" | tail -1 | awk -F'|' '{print $4}')
+	par=$(grep -F "| $set: parallel batched join " "$OUT/table.md" | tail -1 | awk -F'|' '{print $4}')
+	phash=$(grep -F "| $set: parallel hash join " "$OUT/table.md" | tail -1 | awk -F'|' '{print $4}')
+	echo "$set: parallel batched join $(echo "scale=2; $serial / $par" | bc)x the serial batched join, $(echo "scale=2; $phash / $par" | bc)x parallel hash join" |
+		tee -a "$OUT/summary.txt"
+	# each process pins its own view: what that costs it once the leader
+	# holds the image (and shares it) after a first run
+	{ echo "$PAR $FORCE"; echo "$q;"; echo "EXPLAIN (ANALYZE, COSTS OFF) $q;"; } |
+		$PSQL >"$OUT/${set}_parallel_explain.log" 2>&1
+	echo "$set: per process (leader first, then each worker) lookup acquire ms, second run:" \
+		"$(grep -oE 'Lookup Acquire Time: [0-9.]+' "$OUT/${set}_parallel_explain.log" | awk '{printf "%s ", $4}')" |
+		tee -a "$OUT/summary.txt"
+done
+
 echo
 cat "$OUT/table.md"
 echo

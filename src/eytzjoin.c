@@ -8,6 +8,9 @@
  * outer side, by equality or by a lower and an upper bound, a CustomPath is
  * offered: the outer side is read in batches, each batch is looked up in the
  * index at once (GPU or CPU), and the inner tuples are fetched in TID order.
+ * Where the outer rel has partial paths, a partial variant of the path
+ * (add_partial_join_path) runs under Gather: each process batches its share
+ * of the parallel outer scan and searches the whole index.
  *
  * The plan's custom_scan_tlist is the outer plan's target list followed by
  * the inner table's columns the join needs (plain columns, system columns,
@@ -177,12 +180,14 @@ eytz_am_cache_callback(Datum arg, int cacheid, uint32 hashvalue)
  * the lookup seam's per-key cost on the device that would answer (plus its
  * cost of pinning the index's view once); per match a heap fetch in TID
  * order (pages charged like a bitmap heap scan per batch) and the quals; per
- * result row the projection.
+ * result row the projection.  For a partial path (in_workers) outer_path and
+ * rows are one process's share, and the view is costed as a fresh backend
+ * would pin it.
  */
 static void
 cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
-			   List *joinquals, List *otherquals, double rows)
+			   List *joinquals, List *otherquals, double rows, bool in_workers)
 {
 	double		outer_rows = Max(outer_path->rows, 1.0);
 	double		inner_tuples = Max(innerrel->tuples, 1.0);
@@ -221,7 +226,8 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
 	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
 	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
-	eytz_lookup_plan_cost(index->indexoid, outer_rows, &lookup_startup, &lookup_per_key);
+	eytz_lookup_plan_cost(index->indexoid, outer_rows, in_workers,
+						  &lookup_startup, &lookup_per_key);
 
 	/* heap pages per batch, read in block order */
 	batch_rows = Min((double) eytz_batch_size, outer_rows);
@@ -247,6 +253,71 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	cpath->path.startup_cost = startup + run * Min(1.0, 1024.0 / outer_rows);
 	cpath->path.total_cost = outer_path->total_cost - outer_path->startup_cost +
 		startup + run;
+}
+
+/*
+ * The planner's estimate of the outer rows, for custom_private.  Written
+ * with a decimal point: a plan sent to parallel workers goes through
+ * nodeToString, and "1000" would be read back as an Integer node.
+ */
+static Node *
+expected_keys_node(double rows)
+{
+	return (Node *) makeFloat(psprintf("%.1f", Max(rows, 1.0)));
+}
+
+/*
+ * The share of a partial path's rows that one process handles: the workers
+ * and what the leader adds, as costsize.c divides a parallel join's rows
+ * (the leader does less the more workers it serves).
+ */
+static double
+parallel_divisor(int workers)
+{
+	double		leader = 1.0 - 0.3 * workers;
+
+	return workers + (parallel_leader_participation && leader > 0 ? leader : 0);
+}
+
+/*
+ * The parallel variant of serial (made for the same index and clauses): a
+ * partial path over the outer rel's cheapest partial path.  Each process
+ * batches its share of the parallel outer scan and searches the whole index
+ * for it, which is exact for every join type the join supports (INNER,
+ * LEFT, SEMI, ANTI): each outer row is seen by one process, with all its
+ * matches.  The path is parallel aware only for its shared EXPLAIN ANALYZE
+ * counters (eytzjoinexec.c); the work is divided by the outer scan.
+ */
+static void
+add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
+					  RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  const CustomPath *serial, IndexOptInfo *index,
+					  List *idxclauses, List *joinquals, List *otherquals)
+{
+	Path	   *outer_path;
+	CustomPath *ppath;
+
+	if (!joinrel->consider_parallel || !innerrel->consider_parallel ||
+		outerrel->partial_pathlist == NIL || !bms_is_empty(joinrel->lateral_relids))
+		return;
+	outer_path = linitial(outerrel->partial_pathlist);
+	if (PATH_REQ_OUTER(outer_path) != NULL || outer_path->parallel_workers <= 0)
+		return;
+
+	ppath = makeNode(CustomPath);
+	memcpy(ppath, serial, sizeof(CustomPath));
+	ppath->path.parallel_aware = true;
+	ppath->path.parallel_safe = true;
+	ppath->path.parallel_workers = outer_path->parallel_workers;
+	ppath->path.rows = clamp_row_est(joinrel->rows /
+									 parallel_divisor(outer_path->parallel_workers));
+	ppath->custom_paths = list_make1(outer_path);
+	ppath->custom_private = list_copy(serial->custom_private);
+	list_nth_cell(ppath->custom_private, EYTZ_PATH_EXPECTED_KEYS)->ptr_value =
+		expected_keys_node(outer_path->rows);
+	cost_eytz_join(root, ppath, outer_path, innerrel, index, idxclauses,
+				   joinquals, otherquals, ppath->path.rows, true);
+	add_partial_path(joinrel, &ppath->path);
 }
 
 static void
@@ -355,7 +426,9 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		cpath->path.pathtarget = joinrel->reltarget;
 		cpath->path.param_info = NULL;
 		cpath->path.parallel_aware = false;
-		cpath->path.parallel_safe = false;
+		/* a worker can run it whole (under Gather, or as another join's inner side) */
+		cpath->path.parallel_safe = joinrel->consider_parallel &&
+			innerrel->consider_parallel && outer_path->parallel_safe;
 		cpath->path.parallel_workers = 0;
 		cpath->path.rows = joinrel->rows;
 		cpath->path.pathkeys = NIL;
@@ -373,14 +446,16 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		cpath->custom_private =
 			lappend(cpath->custom_private, makeInteger((int) innerrel->relid));
 		cpath->custom_private =
-			lappend(cpath->custom_private,
-					makeFloat(psprintf("%.0f", Max(outer_path->rows, 1.0))));
+			lappend(cpath->custom_private, expected_keys_node(outer_path->rows));
 		cpath->custom_private =
 			list_concat(cpath->custom_private,
 						list_make5(strategies, argtypes, outer_exprs, rest, otherquals));
 		cpath->methods = &eytz_path_methods;
 		cost_eytz_join(root, cpath, outer_path, innerrel, index, idxclauses,
-					   rest, otherquals, joinrel->rows);
+					   rest, otherquals, joinrel->rows, false);
+		/* before add_path, which may free cpath */
+		add_partial_join_path(root, joinrel, outerrel, innerrel, cpath, index,
+							  idxclauses, rest, otherquals);
 		add_path(joinrel, &cpath->path);
 	}
 }

@@ -21,6 +21,10 @@
  * never learns a LIMIT above it.  The batch arrays grow with the batches,
  * a few times a scan, up to the largest batch work_mem allows.
  *
+ * Under Gather (the parallel join) each process runs this executor on its
+ * share of the outer rows; the node's shared memory carries the leader's
+ * cached image to the workers and the workers' counters back to the leader.
+ *
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
  * that moves from stage to stage (outer scan and batch fill, lookup, heap
  * fetch, qual and projection, the node's own control flow), so the stages
@@ -28,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "commands/explain.h"
@@ -36,6 +41,7 @@
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "pgstat.h"
+#include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/predicate.h"
 #include "utils/datum.h"
@@ -43,6 +49,7 @@
 #include "utils/rel.h"
 
 #include "eytzheap.h"
+#include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
 
@@ -86,6 +93,45 @@ typedef enum JoinStage
 	STAGE_QUAL,					/* inner and join quals, projection */
 	NUM_STAGES
 } JoinStage;
+
+/*
+ * What EXPLAIN ANALYZE shows of one process's part of the join: the
+ * leader's, or a parallel worker's, which the worker leaves in the node's
+ * shared memory when it shuts the node down (summed over rescans).
+ */
+typedef struct EytzJoinReport
+{
+	bool		done;			/* a worker has written it */
+	char		device[32];
+	char		cpu_reason[128];
+	uint64		batches;
+	uint64		chunks;
+	uint64		lookups;
+	uint64		matches;
+	uint64		fetches;
+	uint64		heap_blocks;
+	uint64		gpu_batches;
+	double		acquire_ms;
+	double		search_ms;
+	double		transfer_ms;
+	double		kernel_ms;
+	double		sort_ms;
+	double		stage_ms[NUM_STAGES];
+} EytzJoinReport;
+
+/*
+ * The parallel join's shared memory: a report per worker, then (when the
+ * leader had it cached) a copy of the leader's image of the index, which
+ * the workers copy instead of each loading its own
+ */
+typedef struct EytzJoinShared
+{
+	int			nworkers;
+	bool		has_image;
+	Size		image_offset;
+	EytzMetaPageData image_meta;
+	EytzJoinReport reports[FLEXIBLE_ARRAY_MEMBER];
+} EytzJoinShared;
 
 typedef struct EytzJoinState
 {
@@ -162,6 +208,13 @@ typedef struct EytzJoinState
 	JoinStage	stage;
 	instr_time	stage_start;
 	instr_time	stage_time[NUM_STAGES];
+
+	/* parallel join: the workers' reports (leader: copied at shutdown) */
+	EytzJoinShared *shared;
+	EytzMetaPageData share_meta;	/* leader: the generation it shares */
+	Size		share_bytes;	/* and the bytes of its image, or 0 */
+	EytzJoinReport *worker_reports;
+	int			nworker_reports;
 } EytzJoinState;
 
 static void eytz_join_begin(CustomScanState *node, EState *estate, int eflags);
@@ -169,6 +222,14 @@ static TupleTableSlot *eytz_join_exec(CustomScanState *node);
 static void eytz_join_end(CustomScanState *node);
 static void eytz_join_rescan(CustomScanState *node);
 static void eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+static Size eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void eytz_join_init_dsm(CustomScanState *node, ParallelContext *pcxt,
+							   void *coordinate);
+static void eytz_join_reinit_dsm(CustomScanState *node, ParallelContext *pcxt,
+								 void *coordinate);
+static void eytz_join_init_worker(CustomScanState *node, shm_toc *toc,
+								  void *coordinate);
+static void eytz_join_shutdown(CustomScanState *node);
 
 static const CustomExecMethods eytz_exec_methods = {
 	.CustomName = "EytzGPU Join",
@@ -176,6 +237,11 @@ static const CustomExecMethods eytz_exec_methods = {
 	.ExecCustomScan = eytz_join_exec,
 	.EndCustomScan = eytz_join_end,
 	.ReScanCustomScan = eytz_join_rescan,
+	.EstimateDSMCustomScan = eytz_join_estimate_dsm,
+	.InitializeDSMCustomScan = eytz_join_init_dsm,
+	.ReInitializeDSMCustomScan = eytz_join_reinit_dsm,
+	.InitializeWorkerCustomScan = eytz_join_init_worker,
+	.ShutdownCustomScan = eytz_join_shutdown,
 	.ExplainCustomScan = eytz_join_explain,
 };
 
@@ -870,10 +936,99 @@ join_type_name(JoinType jt)
 	}
 }
 
+/* Add what st did so far to report r */
 static void
-explain_ms(const char *label, instr_time t, ExplainState *es)
+report_add(EytzJoinState *st, EytzJoinReport *r)
 {
-	ExplainPropertyFloat(label, "ms", INSTR_TIME_GET_MILLISEC(t), 3, es);
+	const EytzLookupStats *ls;
+	int			i;
+
+	if (!st->started)
+		return;
+	ls = eytz_lookup_stats(st->lookup);
+	strlcpy(r->device, ls->device, sizeof(r->device));
+	if (ls->cpu_reason)
+		strlcpy(r->cpu_reason, ls->cpu_reason, sizeof(r->cpu_reason));
+	r->batches += st->nbatches;
+	r->chunks += st->nchunks;
+	r->lookups += ls->lookups;
+	r->matches += ls->matches;
+	r->fetches += st->nfetches;
+	r->heap_blocks += eytz_heap_pages(st->hf);
+	r->gpu_batches += ls->gpu_batches;
+	r->acquire_ms += ls->acquire_ms;
+	r->search_ms += ls->search_ms;
+	r->transfer_ms += ls->transfer_ms;
+	r->kernel_ms += ls->kernel_ms;
+	r->sort_ms += ls->sort_ms;
+	for (i = 0; i < NUM_STAGES; i++)
+		r->stage_ms[i] += INSTR_TIME_GET_MILLISEC(st->stage_time[i]);
+}
+
+/* The counters and (with TIMING) the stage budget of one process */
+static void
+explain_report(const EytzJoinReport *r, ExplainState *es)
+{
+	ExplainPropertyText("Device", r->device, es);
+	if (r->cpu_reason[0] != '\0')
+		ExplainPropertyText("CPU Reason", r->cpu_reason, es);
+	ExplainPropertyUInteger("Batches", NULL, r->batches, es);
+	ExplainPropertyUInteger("Chunks", NULL, r->chunks, es);
+	ExplainPropertyUInteger("Lookups", NULL, r->lookups, es);
+	ExplainPropertyUInteger("Matches", NULL, r->matches, es);
+	ExplainPropertyUInteger("Heap Fetches", NULL, r->fetches, es);
+	ExplainPropertyUInteger("Heap Blocks", NULL, r->heap_blocks, es);
+	if (!es->timing)
+		return;
+	ExplainPropertyFloat("Outer Time", "ms", r->stage_ms[STAGE_FILL], 3, es);
+	ExplainPropertyFloat("Lookup Time", "ms", r->stage_ms[STAGE_LOOKUP], 3, es);
+	ExplainPropertyFloat("Lookup Acquire Time", "ms", r->acquire_ms, 3, es);
+	ExplainPropertyFloat("Lookup Search Time", "ms", r->search_ms, 3, es);
+	if (r->gpu_batches > 0)
+	{
+		ExplainPropertyFloat("GPU Transfer Time", "ms", r->transfer_ms, 3, es);
+		ExplainPropertyFloat("GPU Kernel Time", "ms", r->kernel_ms, 3, es);
+	}
+	ExplainPropertyFloat("Match Sort Time", "ms", r->sort_ms, 3, es);
+	ExplainPropertyFloat("Heap Fetch Time", "ms", r->stage_ms[STAGE_FETCH], 3, es);
+	ExplainPropertyFloat("Qual Time", "ms", r->stage_ms[STAGE_QUAL], 3, es);
+	ExplainPropertyFloat("Own Time", "ms", r->stage_ms[STAGE_OWN], 3, es);
+}
+
+/*
+ * The parallel workers' reports, each under "Worker N:" in text (a "Join
+ * Workers" list otherwise: the node's own "Workers" list is explain.c's)
+ */
+static void
+explain_workers(EytzJoinState *st, ExplainState *es)
+{
+	int			i;
+	int			ndone = 0;
+
+	for (i = 0; i < st->nworker_reports; i++)
+		ndone += st->worker_reports[i].done;
+	if (ndone == 0)
+		return;
+	ExplainOpenGroup("Join Workers", "Join Workers", false, es);
+	for (i = 0; i < st->nworker_reports; i++)
+	{
+		if (!st->worker_reports[i].done)
+			continue;
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Worker %d:\n", i);
+			es->indent++;
+		}
+		ExplainOpenGroup("Worker", NULL, true, es);
+		if (es->format != EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyInteger("Worker Number", NULL, i, es);
+		explain_report(&st->worker_reports[i], es);
+		ExplainCloseGroup("Worker", NULL, true, es);
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+			es->indent--;
+	}
+	ExplainCloseGroup("Join Workers", "Join Workers", false, es);
 }
 
 static void
@@ -882,7 +1037,6 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	EytzJoinState *st = (EytzJoinState *) node;
 	EytzMetaPageData meta;
 	char		buf[64];
-	const EytzLookupStats *ls;
 
 	eytz_read_meta(st->index, &meta);
 	ExplainPropertyText("Join Type", join_type_name(st->jointype), es);
@@ -892,32 +1046,119 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else
 		snprintf(buf, sizeof(buf), "ebs");
 	ExplainPropertyText("Layout", buf, es);
-	if (!es->analyze || !st->started)
+	if (!es->analyze)
 		return;
-
-	ls = eytz_lookup_stats(st->lookup);
-	ExplainPropertyText("Device", ls->device, es);
-	if (ls->cpu_reason)
-		ExplainPropertyText("CPU Reason", ls->cpu_reason, es);
-	ExplainPropertyUInteger("Batches", NULL, st->nbatches, es);
-	ExplainPropertyUInteger("Chunks", NULL, st->nchunks, es);
-	ExplainPropertyUInteger("Lookups", NULL, ls->lookups, es);
-	ExplainPropertyUInteger("Matches", NULL, ls->matches, es);
-	ExplainPropertyUInteger("Heap Fetches", NULL, st->nfetches, es);
-	ExplainPropertyUInteger("Heap Blocks", NULL, eytz_heap_pages(st->hf), es);
-	if (!es->timing)
-		return;
-	explain_ms("Outer Time", st->stage_time[STAGE_FILL], es);
-	explain_ms("Lookup Time", st->stage_time[STAGE_LOOKUP], es);
-	ExplainPropertyFloat("Lookup Acquire Time", "ms", ls->acquire_ms, 3, es);
-	ExplainPropertyFloat("Lookup Search Time", "ms", ls->search_ms, 3, es);
-	if (ls->gpu_batches > 0)
+	/* the leader's own part, when it ran the node */
+	if (st->started)
 	{
-		ExplainPropertyFloat("GPU Transfer Time", "ms", ls->transfer_ms, 3, es);
-		ExplainPropertyFloat("GPU Kernel Time", "ms", ls->kernel_ms, 3, es);
+		EytzJoinReport own;
+
+		memset(&own, 0, sizeof(own));
+		report_add(st, &own);
+		explain_report(&own, es);
 	}
-	ExplainPropertyFloat("Match Sort Time", "ms", ls->sort_ms, 3, es);
-	explain_ms("Heap Fetch Time", st->stage_time[STAGE_FETCH], es);
-	explain_ms("Qual Time", st->stage_time[STAGE_QUAL], es);
-	explain_ms("Own Time", st->stage_time[STAGE_OWN], es);
+	explain_workers(st, es);
+}
+
+/*
+ * Parallel join (a partial path under Gather): the outer scan divides the
+ * work and each process pins its own view of the index.  Shared memory
+ * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
+ * leader has the index's image cached, a copy of it that each worker copies
+ * into its own cache (a memcpy, where a load reads and checks every page of
+ * the index).
+ */
+static Size
+reports_size(int nworkers)
+{
+	return MAXALIGN(add_size(offsetof(EytzJoinShared, reports),
+							 mul_size(sizeof(EytzJoinReport), nworkers)));
+}
+
+static Size
+eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	EytzJoinState *st = (EytzJoinState *) node;
+
+	eytz_read_meta(st->index, &st->share_meta);
+	st->share_bytes = 0;
+	if (eytz_image_resident(st->index, st->share_meta.generation))
+		st->share_bytes = eytz_image_shared_size(&st->share_meta);
+	return add_size(reports_size(pcxt->nworkers), st->share_bytes);
+}
+
+static void
+eytz_join_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	EytzJoinState *st = (EytzJoinState *) node;
+	EytzJoinShared *shared = (EytzJoinShared *) coordinate;
+
+	memset(shared, 0, reports_size(pcxt->nworkers));
+	shared->nworkers = pcxt->nworkers;
+	if (st->share_bytes > 0)
+	{
+		shared->image_offset = reports_size(pcxt->nworkers);
+		shared->image_meta = st->share_meta;
+		shared->has_image = eytz_image_export(st->index, &st->share_meta,
+											  (char *) shared + shared->image_offset);
+	}
+	st->shared = shared;
+}
+
+/* A rescan relaunches the workers: their reports add up over the scans */
+static void
+eytz_join_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	((EytzJoinState *) node)->shared = (EytzJoinShared *) coordinate;
+}
+
+static void
+eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	EytzJoinState *st = (EytzJoinState *) node;
+
+	st->shared = (EytzJoinShared *) coordinate;
+	if (st->shared->has_image)
+		eytz_image_import(st->index, &st->shared->image_meta,
+						  (char *) st->shared + st->shared->image_offset);
+}
+
+/*
+ * A worker leaves its report; the leader copies the reports of the workers
+ * that are done (all of them unless a LIMIT stopped the scan early) before
+ * Gather frees the shared memory: the leader shuts its children down first.
+ */
+static void
+eytz_join_shutdown(CustomScanState *node)
+{
+	EytzJoinState *st = (EytzJoinState *) node;
+	int			i;
+
+	if (st->shared == NULL)
+		return;
+	if (IsParallelWorker())
+	{
+		EytzJoinReport *r;
+
+		if (ParallelWorkerNumber >= st->shared->nworkers)
+			return;
+		r = &st->shared->reports[ParallelWorkerNumber];
+		report_add(st, r);
+		pg_write_barrier();
+		r->done = true;
+		return;
+	}
+	if (st->worker_reports == NULL)
+		st->worker_reports = MemoryContextAllocZero(st->css.ss.ps.state->es_query_cxt,
+													sizeof(EytzJoinReport) * Max(st->shared->nworkers, 1));
+	st->nworker_reports = st->shared->nworkers;
+	for (i = 0; i < st->shared->nworkers; i++)
+	{
+		if (!st->shared->reports[i].done)
+			continue;
+		pg_read_barrier();
+		st->worker_reports[i] = st->shared->reports[i];
+	}
+	/* Gather frees the shared memory next */
+	st->shared = NULL;
 }

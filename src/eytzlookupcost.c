@@ -117,8 +117,8 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
 }
 
 void
-eytz_lookup_plan_cost(Oid indexoid, double nkeys, Cost *startup_cost,
-					  Cost *per_key_cost)
+eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
+					  Cost *startup_cost, Cost *per_key_cost)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
@@ -126,8 +126,14 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, Cost *startup_cost,
 
 	eytz_read_meta(index, &meta);
 	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL);
-	(void) eytz_view_cost(&meta, eytz_image_resident(index, meta.generation), gpu_ok,
-					 gpu_ok && eytz_device_resident(index, meta.generation),
-					 Max(nkeys, 1.0), startup_cost, per_key_cost);
+	/*
+	 * a parallel worker starts with nothing resident but the image the
+	 * leader shares with it (the leader's cached one): it uploads its own
+	 */
+	(void) eytz_view_cost(&meta, eytz_image_resident(index, meta.generation),
+						  gpu_ok,
+						  gpu_ok && !fresh_backend &&
+						  eytz_device_resident(index, meta.generation),
+						  Max(nkeys, 1.0), startup_cost, per_key_cost);
 	index_close(index, AccessShareLock);
 }
