@@ -16,6 +16,7 @@
 #include "eytzdevice.h"
 #include "eytzimage.h"
 #include "eytzlookup.h"
+#include "eytzservice.h"
 
 /*
  * Costs of the views, in operator evaluations (cpu_operator_cost each).
@@ -122,12 +123,15 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, Cost *startup_cost,
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
+	bool		service = eytz_service_owns_gpu();
 	bool		gpu_ok;
 
 	eytz_read_meta(index, &meta);
-	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL);
+	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU &&
+		(service ? eytz_service_ready(NULL) : eytz_device_available(NULL));
 	(void) eytz_view_cost(&meta, eytz_image_resident(index, meta.generation), gpu_ok,
-					 gpu_ok && eytz_device_resident(index, meta.generation),
+					 gpu_ok && (service ? eytz_service_resident(index, &meta) :
+								eytz_device_resident(index, meta.generation)),
 					 Max(nkeys, 1.0), startup_cost, per_key_cost);
 	index_close(index, AccessShareLock);
 }
