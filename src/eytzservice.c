@@ -139,7 +139,7 @@ eytz_service_init(void)
 							 "otherwise leaves the backends to their own CPU path; cpu answers from one CPU image "
 							 "per index in the service (for testing the service without a GPU).",
 							 &eytz_service_device, EYTZ_SERVICE_AUTO, service_device_options,
-							 PGC_POSTMASTER, 0, NULL, NULL, NULL);
+							 context, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("eytzgpu.service_slots",
 							"Lookups the eytzgpu service can hold open at once (one per running join).",
 							NULL, &eytz_service_slots, 64, 1, 10000,
