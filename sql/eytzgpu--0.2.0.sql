@@ -24,6 +24,21 @@ CREATE FUNCTION eytzgpu_merge(idx regclass) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 COMMENT ON FUNCTION eytzgpu_merge(regclass) IS 'merge the pending entries of an eytzgpu index into a new layout; returns the new generation';
 
+CREATE FUNCTION eytzgpu_service_status(
+	OUT state text, OUT device text, OUT detail text, OUT pid int,
+	OUT resident_copies int, OUT resident_bytes bigint, OUT loads bigint,
+	OUT hits bigint, OUT evictions bigint, OUT failures bigint,
+	OUT slots_in_use int, OUT slots int)
+	RETURNS record AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON FUNCTION eytzgpu_service_status() IS 'the eytzgpu service (shared_preload_libraries): state, device, resident bytes, loads, hits, evictions and slots in use; for pg_monitor';
+
+CREATE FUNCTION eytzgpu_service_resident(
+	OUT database oid, OUT index_oid oid, OUT index_name name, OUT relfilenode oid,
+	OUT generation bigint, OUT entries bigint, OUT bytes bigint, OUT hits bigint,
+	OUT last_used timestamptz)
+	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON FUNCTION eytzgpu_service_resident() IS 'the index generations resident in the eytzgpu service, most recently used first; for pg_monitor';
+
 -- integer_ops
 CREATE OPERATOR FAMILY integer_ops USING eytzgpu;
 CREATE OPERATOR CLASS int2_ops DEFAULT FOR TYPE int2 USING eytzgpu FAMILY integer_ops AS

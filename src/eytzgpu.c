@@ -6,7 +6,9 @@
  * Each part defines its own GUCs in its own init function: the join's
  * (eytzgpu.enable_join, eytzgpu.batch_size) in eytz_join_init, the lookup
  * seam's and devices' (eytzgpu.device, eytzgpu.gpu_memory_limit,
- * eytzgpu.image_cache_limit) in eytz_lookup_init.
+ * eytzgpu.image_cache_limit) in eytz_lookup_init, the service's
+ * (eytzgpu.service_*) in eytz_service_init, which also registers the
+ * service under shared_preload_libraries.
  */
 #include "postgres.h"
 
@@ -18,6 +20,7 @@
 #include "eytzgpu.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
+#include "eytzservice.h"
 
 PG_MODULE_MAGIC;
 
@@ -51,6 +54,7 @@ _PG_init(void)
 					  AccessExclusiveLock);
 	eytz_join_init();
 	eytz_lookup_init();
+	eytz_service_init();
 	MarkGUCPrefixReserved("eytzgpu");
 }
 

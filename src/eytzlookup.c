@@ -12,7 +12,9 @@
  *	  cold start;
  *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per
  *	  generation and cached per backend, searched at memory speed;
- *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image;
+ *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image,
+ *	  or with shared_preload_libraries the eytzgpu service's one copy for
+ *	  all backends (eytzservice.c), answering through shared memory;
  * plus the pending list read under the same generation.  The metapage is
  * read once per view: the page layer keeps that generation's region and
  * pending list intact until the transaction ends (eytzpage.c), so a view
@@ -47,6 +49,7 @@
 #include "eytzdevice.h"
 #include "eytzimage.h"
 #include "eytzlookup.h"
+#include "eytzservice.h"
 
 typedef enum BatchPhase
 {
@@ -80,6 +83,7 @@ struct EytzLookup
 	EytzMetaPageData meta;
 	EytzImage  *image;
 	EytzGpuEntry *gpu;
+	EytzServiceView *svc;		/* the GPU view through the service */
 	EytzPendingEntry *pending;	/* sorted by key */
 	uint64		npending;
 	uint64	   *pending_tids;	/* sorted */
@@ -227,9 +231,12 @@ view_unpin(EytzLookup *lk)
 	eytz_region_release(&lk->walk.cursor.region);
 	if (lk->gpu)
 		eytz_device_release(lk->gpu);
+	if (lk->svc)
+		eytz_service_release(lk->svc);
 	if (lk->image)
 		eytz_image_release(lk->image);
 	lk->gpu = NULL;
+	lk->svc = NULL;
 	lk->image = NULL;
 	if (lk->pending)
 		pfree(lk->pending);
@@ -301,8 +308,11 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	{
 		char	   *why = NULL;
 
-		lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, &why);
-		if (lk->gpu == NULL)
+		if (eytz_service_owns_gpu())
+			lk->svc = eytz_service_pin(lk->index, &lk->meta, &why);
+		else
+			lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, &why);
+		if (lk->gpu == NULL && lk->svc == NULL)
 		{
 			/* no room or a failure: the CPU answers, EXPLAIN says why */
 			lk->stats.cpu_reason = pstrdup(why);
@@ -317,7 +327,8 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	if (lk->npending > 0)
 		index_pending_tids(lk);
 	lk->pinned = true;
-	lk->stats.device = lk->kind == EYTZ_VIEW_GPU ? "gpu" :
+	lk->stats.device = lk->svc ? eytz_service_device_name(lk->svc) :
+		lk->kind == EYTZ_VIEW_GPU ? "gpu" :
 		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" : "cpu (index pages)";
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
@@ -331,6 +342,7 @@ choose_view(EytzLookup *lk, double nkeys)
 {
 	EytzMetaPageData meta;
 	bool		gpu_ok = false;
+	bool		service = eytz_service_owns_gpu();
 	Cost		startup,
 				per_key;
 
@@ -339,7 +351,7 @@ choose_view(EytzLookup *lk, double nkeys)
 	{
 		char	   *why = NULL;
 
-		gpu_ok = eytz_device_available(&why);
+		gpu_ok = service ? eytz_service_ready(&why) : eytz_device_available(&why);
 		if (!gpu_ok && lk->stats.cpu_reason == NULL)
 		{
 			eytz_device_report_unavailable(why);
@@ -347,7 +359,8 @@ choose_view(EytzLookup *lk, double nkeys)
 		}
 	}
 	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-					 gpu_ok, gpu_ok && eytz_device_resident(lk->index, meta.generation),
+					 gpu_ok, gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
+										eytz_device_resident(lk->index, meta.generation)),
 					 Max(nkeys, 1.0), &startup, &per_key);
 }
 
@@ -469,8 +482,12 @@ gpu_fallback(EytzLookup *lk, const char *why)
 	lk->stats.cpu_reason = pstrdup(why);
 	/* the pending list was read under this generation: the image must be too */
 	lk->image = eytz_image_acquire(lk->index, &lk->meta);
-	eytz_device_release(lk->gpu);
+	if (lk->gpu)
+		eytz_device_release(lk->gpu);
+	if (lk->svc)
+		eytz_service_release(lk->svc);
 	lk->gpu = NULL;
+	lk->svc = NULL;
 	lk->kind = EYTZ_VIEW_IMAGE;
 	lk->stats.device = "cpu";
 	/* the queries not answered yet, by low key */
@@ -513,9 +530,13 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 					tms;
 		char	   *why = NULL;
 
-		if (!eytz_device_lookup_join(lk->gpu, lk->lo, lk->hi, lk->rows, lk->nq,
-									 lk->next, max - *n, lk->out + *n,
-									 &nout, &done, &kms, &tms, &why))
+		if (!(lk->svc ?
+			  eytz_service_lookup_join(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
+									   lk->next, max - *n, lk->out + *n,
+									   &nout, &done, &kms, &tms, &why) :
+			  eytz_device_lookup_join(lk->gpu, lk->lo, lk->hi, lk->rows, lk->nq,
+									  lk->next, max - *n, lk->out + *n,
+									  &nout, &done, &kms, &tms, &why)))
 		{
 			gpu_fallback(lk, why);
 			return true;

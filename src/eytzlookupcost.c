@@ -16,6 +16,7 @@
 #include "eytzdevice.h"
 #include "eytzimage.h"
 #include "eytzlookup.h"
+#include "eytzservice.h"
 
 /*
  * Costs of the views, in operator evaluations (cpu_operator_cost each).
@@ -122,18 +123,23 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
+	bool		service = eytz_service_owns_gpu();
 	bool		gpu_ok;
 
 	eytz_read_meta(index, &meta);
-	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU && eytz_device_available(NULL);
+	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU &&
+		(service ? eytz_service_ready(NULL) : eytz_device_available(NULL));
+
 	/*
 	 * a parallel worker starts with nothing resident but the image the
-	 * leader shares with it (the leader's cached one): it uploads its own
+	 * leader shares with it (the leader's cached one): without the service
+	 * it uploads its own GPU copy; the service's copy serves every backend
 	 */
 	(void) eytz_view_cost(&meta, eytz_image_resident(index, meta.generation),
 						  gpu_ok,
-						  gpu_ok && !fresh_backend &&
-						  eytz_device_resident(index, meta.generation),
+						  gpu_ok && (service ? eytz_service_resident(index, &meta) :
+									 !fresh_backend &&
+									 eytz_device_resident(index, meta.generation)),
 						  Max(nkeys, 1.0), startup_cost, per_key_cost);
 	index_close(index, AccessShareLock);
 }

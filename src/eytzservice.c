@@ -1,0 +1,655 @@
+/*
+ * eytzservice.c
+ *		The eytzgpu service's GUCs, shared memory and registration, the
+ *		backend's side of it (interface: eytzservice.h) and the SQL
+ *		functions eytzgpu_service_status() and eytzgpu_service_resident().
+ *
+ * The worker itself is eytzservicemain.c.  Backends never touch CUDA when
+ * the service owns the GPU: they read the pages of the generation they
+ * pinned (their snapshot keeps them intact, eytzpage.c) and stream them to
+ * the worker once; afterwards a fresh backend pins the resident copy with
+ * one look at shared memory.  A backend waits on its latch, wakes for
+ * interrupts (a cancel frees its slot through the lookup seam's memory
+ * context callback) and gives up, so that the seam continues on the CPU,
+ * as soon as the worker's incarnation is not the one it started with.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_authid.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "eytzservice.h"
+
+PG_FUNCTION_INFO_V1(eytzgpu_service_status);
+PG_FUNCTION_INFO_V1(eytzgpu_service_resident);
+
+int			eytz_service_device = EYTZ_SERVICE_AUTO;
+int			eytz_service_slots = 64;
+int			eytz_service_slot_kb = 1024;
+
+EytzSvcShared *eytz_svc = NULL;
+char	   *eytz_svc_windows = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static bool exit_cb_registered = false;
+
+/* how long a backend sleeps between looks at a worker that does not answer */
+#define SVC_WAIT_MS 1000
+/* and between tries while another backend streams the same generation */
+#define SVC_BUSY_WAIT_MS 10
+
+struct EytzServiceView
+{
+	Relation	index;
+	EytzMetaPageData meta;
+	EytzSvcKey	key;
+	int			slot;			/* -1 once released */
+	uint32		incarnation;
+	bool		gpu;
+};
+
+static const struct config_enum_entry service_device_options[] = {
+	{"off", EYTZ_SERVICE_OFF, false},
+	{"auto", EYTZ_SERVICE_AUTO, false},
+	{"gpu", EYTZ_SERVICE_GPU, false},
+	{"cpu", EYTZ_SERVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+static Size
+svc_shmem_size(void)
+{
+	return add_size(offsetof(EytzSvcShared, slots),
+					mul_size(eytz_service_slots, sizeof(EytzSvcSlot)));
+}
+
+static Size
+svc_window_bytes(void)
+{
+	return (Size) eytz_service_slot_kb * 1024;
+}
+
+static void
+svc_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(svc_shmem_size());
+	RequestAddinShmemSpace(add_size(mul_size(eytz_service_slots, svc_window_bytes()),
+									PG_CACHE_LINE_SIZE));
+	RequestNamedLWLockTranche("eytzgpu service", 1);
+}
+
+static void
+svc_shmem_startup(void)
+{
+	bool		found;
+	char	   *windows;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	eytz_svc = ShmemInitStruct("eytzgpu service", svc_shmem_size(), &found);
+	if (!found)
+	{
+		memset(eytz_svc, 0, svc_shmem_size());
+		eytz_svc->lock = &(GetNamedLWLockTranche("eytzgpu service"))->lock;
+		eytz_svc->state = SVC_STOPPED;
+		eytz_svc->nslots = eytz_service_slots;
+		eytz_svc->slot_bytes = svc_window_bytes();
+	}
+	windows = ShmemInitStruct("eytzgpu service windows",
+							  eytz_service_slots * svc_window_bytes() + PG_CACHE_LINE_SIZE,
+							  &found);
+	eytz_svc_windows = (char *) CACHELINEALIGN(windows);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+eytz_service_init(void)
+{
+	BackgroundWorker worker;
+
+	/*
+	 * Loaded into one backend only, the settings mean nothing there; as
+	 * PGC_POSTMASTER variables set in postgresql.conf they would make that
+	 * backend fail ("cannot create PGC_POSTMASTER variables after startup").
+	 */
+	GucContext	context = process_shared_preload_libraries_in_progress ?
+		PGC_POSTMASTER : PGC_SIGHUP;
+
+	DefineCustomEnumVariable("eytzgpu.service_device",
+							 "What the eytzgpu service answers lookups with: off, auto, gpu or cpu.",
+							 "Needs shared_preload_libraries = 'eytzgpu'.  auto uses the GPU where there is one and "
+							 "otherwise leaves the backends to their own CPU path; cpu answers from one CPU image "
+							 "per index in the service (for testing the service without a GPU).",
+							 &eytz_service_device, EYTZ_SERVICE_AUTO, service_device_options,
+							 context, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.service_slots",
+							"Lookups the eytzgpu service can hold open at once (one per running join).",
+							NULL, &eytz_service_slots, 64, 1, 10000,
+							context, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.service_slot_buffer",
+							"Shared memory of each eytzgpu service slot: the keys and matches of one request.",
+							NULL, &eytz_service_slot_kb, 1024, 64, 1024 * 1024,
+							context, GUC_UNIT_KB, NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress ||
+		eytz_service_device == EYTZ_SERVICE_OFF)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = svc_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = svc_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	/* connected to no database: but in the proc array, for pg_terminate_backend */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	/* back within a second after pg_terminate_backend or a GPU failure */
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "eytzgpu");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "eytz_service_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "eytzgpu service");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "eytzgpu service");
+	RegisterBackgroundWorker(&worker);
+}
+
+bool
+eytz_service_owns_gpu(void)
+{
+	return eytz_svc != NULL && eytz_svc->state != SVC_SLEEPING;
+}
+
+bool
+eytz_service_ready(char **why)
+{
+	EytzSvcState state = eytz_svc ? eytz_svc->state : SVC_STOPPED;
+
+	if (state == SVC_CPU || state == SVC_GPU)
+		return true;
+	if (why)
+		*why = "the eytzgpu service is not running";
+	return false;
+}
+
+/* The key of the generation meta names */
+static void
+svc_key(Relation index, const EytzMetaPageData *meta, EytzSvcKey *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->dboid = MyDatabaseId;
+	key->indexoid = RelationGetRelid(index);
+	key->node = index->rd_node;
+	key->generation = meta->generation;
+	key->nentries = meta->nentries;
+	key->keys_start = meta->keys_start;
+	key->fanout = meta->fanout;
+	key->key_width = meta->key_width;
+}
+
+/* The resident copy of key, or -1 (lock held) */
+static int
+svc_find(const EytzSvcKey *key)
+{
+	int			i;
+
+	for (i = 0; i < EYTZ_SVC_MAX_RESIDENT; i++)
+		if (eytz_svc->resident[i].used &&
+			memcmp(&eytz_svc->resident[i].key, key, sizeof(EytzSvcKey)) == 0)
+			return i;
+	return -1;
+}
+
+bool
+eytz_service_resident(Relation index, const EytzMetaPageData *meta)
+{
+	EytzSvcKey	key;
+	bool		found;
+
+	svc_key(index, meta, &key);
+	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	found = svc_find(&key) >= 0;
+	LWLockRelease(eytz_svc->lock);
+	return found;
+}
+
+/* Free slot i if this backend owns it; the worker frees one it is answering */
+static void
+svc_free_slot(int i)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[i];
+	bool		abandoned = false;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	if (s->state != SLOT_FREE && s->owner_pid == MyProcPid)
+	{
+		abandoned = s->state == SLOT_WORKING;
+		s->state = abandoned ? SLOT_ABANDONED : SLOT_FREE;
+		s->resident = -1;
+	}
+	LWLockRelease(eytz_svc->lock);
+	/* the worker also drops a half-streamed layout of the slot */
+	if (eytz_svc->state != SVC_STOPPED && eytz_svc->procno != INVALID_PGPROCNO)
+		SetLatch(&GetPGProcByNumber(eytz_svc->procno)->procLatch);
+}
+
+/* A backend that exits frees the slots its failed queries did not */
+static void
+svc_backend_exit(int code, Datum arg)
+{
+	int			i;
+
+	for (i = 0; i < eytz_svc->nslots; i++)
+		if (eytz_svc->slots[i].state != SLOT_FREE &&
+			eytz_svc->slots[i].owner_pid == MyProcPid)
+			svc_free_slot(i);
+}
+
+/* Claim a free slot for v; false with *why when all are taken */
+static bool
+svc_claim(EytzServiceView *v, char **why)
+{
+	int			i;
+
+	if (!exit_cb_registered)
+	{
+		before_shmem_exit(svc_backend_exit, (Datum) 0);
+		exit_cb_registered = true;
+	}
+	v->slot = -1;
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	for (i = 0; i < eytz_svc->nslots && v->slot < 0; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		if (s->state != SLOT_FREE)
+			continue;
+		s->state = SLOT_IDLE;
+		s->owner_pid = MyProcPid;
+		s->owner_procno = MyProc->pgprocno;
+		s->incarnation = eytz_svc->incarnation;
+		s->serial++;
+		s->key = v->key;
+		s->resident = -1;
+		v->slot = i;
+		v->incarnation = s->incarnation;
+		v->gpu = eytz_svc->state == SVC_GPU;
+	}
+	LWLockRelease(eytz_svc->lock);
+	if (v->slot < 0)
+		*why = psprintf("all %d slots of the eytzgpu service are in use (eytzgpu.service_slots)",
+						eytz_svc->nslots);
+	return v->slot >= 0;
+}
+
+/*
+ * Send the request the slot's fields describe and wait for the answer.
+ * false with *why when the worker stopped (or restarted) meanwhile; a
+ * cancel raises here, and the seam's callback frees the slot.
+ */
+static bool
+svc_call(EytzServiceView *v, char **why)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	bool		alive;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	alive = eytz_svc->incarnation == v->incarnation &&
+		(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU);
+	if (alive)
+	{
+		s->state = SLOT_SUBMITTED;
+		s->seq = ++eytz_svc->seq;
+	}
+	LWLockRelease(eytz_svc->lock);
+	if (alive)
+		SetLatch(&GetPGProcByNumber(eytz_svc->procno)->procLatch);
+	while (alive)
+	{
+		EytzSvcSlotState state;
+
+		LWLockAcquire(eytz_svc->lock, LW_SHARED);
+		state = s->state;
+		alive = eytz_svc->incarnation == v->incarnation &&
+			(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU);
+		LWLockRelease(eytz_svc->lock);
+		if (state == SLOT_DONE)
+		{
+			alive = true;
+			break;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 SVC_WAIT_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (!alive)
+	{
+		*why = "the eytzgpu service stopped";
+		return false;
+	}
+	/* the worker is done with the slot: it is ours again */
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	s->state = SLOT_IDLE;
+	LWLockRelease(eytz_svc->lock);
+	if (s->status == ST_FAILED)
+		*why = pstrdup(s->why);
+	return s->status != ST_FAILED;
+}
+
+/*
+ * Stream the layout of v's generation to the worker through the slot's
+ * window and pin it.  ST_BUSY when another backend is streaming it now.
+ */
+static EytzSvcStatus
+svc_load(EytzServiceView *v, char **why)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	char	   *window = eytz_svc_window(v->slot);
+	const EytzMetaPageData *meta = &v->meta;
+	Size		width = meta->key_width + sizeof(uint64);
+	uint64		per_call = eytz_svc->slot_bytes / width;
+	MemoryContext cxt;
+	MemoryContext old;
+	BufferAccessStrategy strategy;
+	char	   *keys = NULL;
+	uint64	   *tids = NULL;
+	uint64		pos;
+
+	s->op = OP_LOAD_BEGIN;
+	s->meta = *meta;
+	namestrcpy(&s->name, RelationGetRelationName(v->index));
+	if (!svc_call(v, why))
+		return ST_FAILED;
+	if (s->status != ST_OK)
+		return s->status;
+
+	/* the pages of the pinned generation, read as the CPU image loads them */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "eytzgpu service upload",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	if (meta->nentries > 0)
+	{
+		keys = MemoryContextAllocHuge(cxt, meta->nentries * meta->key_width);
+		tids = MemoryContextAllocHuge(cxt, meta->nentries * sizeof(uint64));
+	}
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	eytz_region_load(v->index, meta, strategy, keys, tids);
+	FreeAccessStrategy(strategy);
+	MemoryContextSwitchTo(old);
+
+	for (pos = 0; pos < meta->nentries; pos += s->count)
+	{
+		s->op = OP_LOAD_DATA;
+		s->offset = pos;
+		s->count = Min(per_call, meta->nentries - pos);
+		memcpy(window, keys + pos * meta->key_width, s->count * meta->key_width);
+		memcpy(window + s->count * meta->key_width, tids + pos, s->count * sizeof(uint64));
+		if (!svc_call(v, why))
+		{
+			MemoryContextDelete(cxt);
+			return ST_FAILED;
+		}
+	}
+	MemoryContextDelete(cxt);
+	s->op = OP_LOAD_END;
+	return svc_call(v, why) ? ST_OK : ST_FAILED;
+}
+
+/* Pin v's generation through its slot, streaming it if it is not resident */
+static bool
+svc_pin_slot(EytzServiceView *v, char **why)
+{
+	for (;;)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+		EytzSvcStatus st;
+		int			i;
+
+		/* resident: pin it under the lock the worker evicts under */
+		LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+		i = svc_find(&v->key);
+		if (i >= 0 && eytz_svc->incarnation == v->incarnation)
+			s->resident = i;
+		LWLockRelease(eytz_svc->lock);
+		if (i >= 0)
+			return true;
+
+		st = svc_load(v, why);
+		if (st != ST_BUSY)
+			return st != ST_FAILED;
+		/* another backend streams it: wait for it to be resident */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 SVC_BUSY_WAIT_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+EytzServiceView *
+eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
+{
+	EytzServiceView *v = palloc0(sizeof(EytzServiceView));
+	volatile bool ok;
+
+	v->index = index;
+	v->meta = *meta;
+	svc_key(index, meta, &v->key);
+	if (!eytz_service_ready(why) || !svc_claim(v, why))
+	{
+		pfree(v);
+		return NULL;
+	}
+	/* the seam knows of the slot once we return: free it if this fails */
+	PG_TRY();
+	{
+		ok = svc_pin_slot(v, why);
+	}
+	PG_CATCH();
+	{
+		eytz_service_release(v);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!ok)
+	{
+		eytz_service_release(v);
+		pfree(v);
+		return NULL;
+	}
+	return v;
+}
+
+const char *
+eytz_service_device_name(const EytzServiceView *v)
+{
+	return v->gpu ? "gpu (service)" : "cpu (service)";
+}
+
+bool
+eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
+						 const uint32 *rows, uint32 nq, uint32 first,
+						 uint32 max, EytzMatch *out, uint32 *nout,
+						 uint32 *nq_done, double *kernel_ms,
+						 double *transfer_ms, char **why)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	char	   *window = eytz_svc_window(v->slot);
+	Size		bytes = eytz_svc->slot_bytes;
+	uint32		q = nq - first;
+	uint32		m;
+	uint32		i;
+	bool		points = true;
+
+	*nout = 0;
+	*nq_done = 0;
+	*kernel_ms = 0;
+	*transfer_ms = 0;
+	if (first >= nq)
+		return true;
+	/* half the window for queries at most, the rest for matches */
+	q = Min(q, (uint32) (bytes / 2 / EYTZ_SVC_QUERY_BYTES));
+	m = Min(max, (uint32) ((bytes - eytz_svc_out_offset(q)) / sizeof(EytzMatch)));
+	for (i = 0; i < q && points; i++)
+		points = lo[first + i] == hi[first + i];
+	memcpy(window, lo + first, q * sizeof(uint64));
+	if (!points)
+		memcpy(window + q * sizeof(uint64), hi + first, q * sizeof(uint64));
+	memcpy(window + 2 * q * sizeof(uint64), rows + first, q * sizeof(uint32));
+	s->op = OP_LOOKUP;
+	s->nq = q;
+	s->max = m;
+	s->points = points;
+	if (!svc_call(v, why))
+		return false;
+	memcpy(out, window + eytz_svc_out_offset(q), s->nout * sizeof(EytzMatch));
+	*nout = s->nout;
+	*nq_done = s->nq_done;
+	*kernel_ms = s->kernel_ms;
+	*transfer_ms = s->transfer_ms;
+	return true;
+}
+
+void
+eytz_service_release(EytzServiceView *v)
+{
+	if (v->slot >= 0)
+		svc_free_slot(v->slot);
+	v->slot = -1;
+}
+
+/* Both functions: superusers and pg_monitor */
+static void
+svc_check_privilege(const char *fname)
+{
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_MONITOR))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", fname),
+				 errdetail("Only roles with privileges of the \"pg_monitor\" role may see the eytzgpu service.")));
+}
+
+static const char *
+svc_state_name(EytzSvcState state)
+{
+	switch (state)
+	{
+		case SVC_STOPPED:
+			return "stopped";
+		case SVC_SLEEPING:
+			return "sleeping";
+		case SVC_CPU:
+		case SVC_GPU:
+			return "running";
+	}
+	return "unknown";
+}
+
+/*
+ * eytzgpu_service_status(): one row, the service as a whole (state "not
+ * loaded" without shared_preload_libraries = 'eytzgpu', "off" when
+ * eytzgpu.service_device is off).
+ */
+Datum
+eytzgpu_service_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[12];
+	bool		nulls[12];
+	int			i,
+				used = 0,
+				copies = 0;
+
+	svc_check_privilege("eytzgpu_service_status");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	memset(nulls, true, sizeof(nulls));
+	if (eytz_svc == NULL)
+	{
+		values[0] = CStringGetTextDatum(eytz_service_device == EYTZ_SERVICE_OFF ?
+										"off" : "not loaded");
+		nulls[0] = false;
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	}
+	memset(nulls, false, sizeof(nulls));
+	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	for (i = 0; i < eytz_svc->nslots; i++)
+		used += eytz_svc->slots[i].state != SLOT_FREE;
+	for (i = 0; i < EYTZ_SVC_MAX_RESIDENT; i++)
+		copies += eytz_svc->resident[i].used;
+	values[0] = CStringGetTextDatum(svc_state_name(eytz_svc->state));
+	values[1] = CStringGetTextDatum(eytz_svc->state == SVC_GPU ? "gpu" : "cpu");
+	nulls[1] = eytz_svc->state != SVC_GPU && eytz_svc->state != SVC_CPU;
+	values[2] = CStringGetTextDatum(eytz_svc->detail);
+	nulls[2] = eytz_svc->detail[0] == '\0';
+	values[3] = Int32GetDatum(eytz_svc->pid);
+	nulls[3] = eytz_svc->state == SVC_STOPPED;
+	values[4] = Int32GetDatum(copies);
+	values[5] = Int64GetDatum((int64) eytz_svc->bytes);
+	values[6] = Int64GetDatum((int64) eytz_svc->loads);
+	values[7] = Int64GetDatum((int64) eytz_svc->hits);
+	values[8] = Int64GetDatum((int64) eytz_svc->evictions);
+	values[9] = Int64GetDatum((int64) eytz_svc->failures);
+	values[10] = Int32GetDatum(used);
+	values[11] = Int32GetDatum(eytz_svc->nslots);
+	LWLockRelease(eytz_svc->lock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* eytzgpu_service_resident(): a row per resident copy, most recently used first */
+Datum
+eytzgpu_service_resident(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	EytzSvcResident copy[EYTZ_SVC_MAX_RESIDENT];
+	int			n = 0;
+	int			i;
+
+	svc_check_privilege("eytzgpu_service_resident");
+	SetSingleFuncCall(fcinfo, 0);
+	if (eytz_svc == NULL)
+		return (Datum) 0;
+	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	for (i = 0; i < EYTZ_SVC_MAX_RESIDENT; i++)
+		if (eytz_svc->resident[i].used)
+			copy[n++] = eytz_svc->resident[i];
+	LWLockRelease(eytz_svc->lock);
+	while (n > 0)
+	{
+		Datum		values[9];
+		bool		nulls[9] = {false};
+		int			best = 0;
+
+		for (i = 1; i < n; i++)
+			if (copy[i].last_used > copy[best].last_used)
+				best = i;
+		values[0] = ObjectIdGetDatum(copy[best].key.dboid);
+		values[1] = ObjectIdGetDatum(copy[best].key.indexoid);
+		values[2] = NameGetDatum(&copy[best].name);
+		values[3] = ObjectIdGetDatum(copy[best].key.node.relNode);
+		values[4] = Int64GetDatum((int64) copy[best].key.generation);
+		values[5] = Int64GetDatum((int64) copy[best].key.nentries);
+		values[6] = Int64GetDatum((int64) copy[best].bytes);
+		values[7] = Int64GetDatum((int64) copy[best].hits);
+		values[8] = TimestampTzGetDatum(copy[best].last_used_at);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		copy[best] = copy[--n];
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,232 @@
+/*
+ * eytzservice.h
+ *		The eytzgpu service (issue 11): with shared_preload_libraries =
+ *		'eytzgpu', one background worker holds the device and one resident
+ *		copy per (index, generation) for all backends, which send it lookup
+ *		batches through shared memory and get join-shaped answers back.
+ *
+ * eytzservice.c: the GUCs, the shared memory, the worker's registration,
+ * the backend's side (the eytz_service_* calls of the lookup seam) and the
+ * status functions.  eytzservicemain.c: the worker.  The second half of
+ * this header is shared by those two files only.
+ *
+ * The protocol: a scan claims a slot (a window of shared memory of
+ * eytzgpu.service_slot_buffer bytes) for its whole length, and through it
+ * pins the resident copy of the generation it read from the metapage, or
+ * streams that generation's layout (read by the backend from its own pages,
+ * under its own snapshot) to the worker.  Each lookup is a request in the
+ * window: keys in, matches out; the backend waits on its latch.  The worker
+ * answers only for the generation the slot pinned, and a copy pinned by a
+ * live slot is never evicted.  A scan that ends (or fails) frees its slot;
+ * the worker frees those of backends that are gone.  When the worker stops,
+ * waiting backends see it and continue on their CPU path.
+ */
+#ifndef EYTZSERVICE_H
+#define EYTZSERVICE_H
+
+#include "eytzgpu.h"
+#include "eytzmatch.h"
+
+/* eytzgpu.service_device */
+#define EYTZ_SERVICE_OFF	0
+#define EYTZ_SERVICE_AUTO	1
+#define EYTZ_SERVICE_GPU	2
+#define EYTZ_SERVICE_CPU	3
+
+/* The GUCs (eytzgpu.service_device, _slots, _slot_buffer in kB) */
+extern int	eytz_service_device;
+extern int	eytz_service_slots;
+extern int	eytz_service_slot_kb;
+
+/* _PG_init's call: the GUCs, and under shared_preload_libraries the worker */
+extern void eytz_service_init(void);
+
+/*
+ * Does the service answer this backend's GPU lookups (so the backend must
+ * not open a CUDA context of its own)?  True when it was preloaded and is
+ * not asleep for want of a GPU, also while it restarts.
+ */
+extern bool eytz_service_owns_gpu(void);
+
+/* Is it answering now?  false with *why (if not NULL) */
+extern bool eytz_service_ready(char **why);
+
+/* Is the generation meta names of index resident in the service? */
+extern bool eytz_service_resident(Relation index, const EytzMetaPageData *meta);
+
+typedef struct EytzServiceView EytzServiceView;
+
+/*
+ * A slot pinning the generation meta names (read in this transaction,
+ * index open): resident already, or streamed to the service now.  NULL
+ * with *why when the service cannot take it.  The view is allocated in
+ * CurrentMemoryContext.
+ */
+extern EytzServiceView *eytz_service_pin(Relation index,
+										 const EytzMetaPageData *meta,
+										 char **why);
+
+/* What answers through the view: "gpu (service)" or "cpu (service)" */
+extern const char *eytz_service_device_name(const EytzServiceView *v);
+
+/*
+ * eytz_device_lookup_join's contract (eytzdevice.h) through the service:
+ * the matches of the longest prefix of queries first..nq-1 that fits in max
+ * (and in the slot's window), sorted by (tid, row), tombstones dropped.
+ * false with *why when the service failed or stopped: nothing returned.
+ */
+extern bool eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo,
+									 const uint64 *hi, const uint32 *rows,
+									 uint32 nq, uint32 first, uint32 max,
+									 EytzMatch *out, uint32 *nout,
+									 uint32 *nq_done, double *kernel_ms,
+									 double *transfer_ms, char **why);
+
+/* Free the view's slot (also on error); the view is not used afterwards */
+extern void eytz_service_release(EytzServiceView *v);
+
+/* ---- shared by eytzservice.c and eytzservicemain.c ---- */
+
+#include "datatype/timestamp.h"
+#include "storage/lwlock.h"
+#include "storage/relfilenode.h"
+
+/* resident copies at most (each also bounded by eytzgpu.gpu_memory_limit) */
+#define EYTZ_SVC_MAX_RESIDENT 64
+
+/* the worker's state */
+typedef enum EytzSvcState
+{
+	SVC_STOPPED,				/* not running (or restarting) */
+	SVC_SLEEPING,				/* running, no GPU: backends answer themselves */
+	SVC_CPU,					/* answering from its CPU images */
+	SVC_GPU						/* answering from the GPU */
+} EytzSvcState;
+
+/* One generation of one index; compared bytewise (built zeroed) */
+typedef struct EytzSvcKey
+{
+	Oid			dboid;
+	Oid			indexoid;
+	RelFileNode node;
+	uint64		generation;
+	uint64		nentries;		/* with the region's place: a relfilenode */
+	BlockNumber keys_start;		/* reused after OID wraparound differs */
+	uint32		fanout;
+	uint32		key_width;
+} EytzSvcKey;
+
+typedef struct EytzSvcResident
+{
+	bool		used;
+	EytzSvcKey	key;
+	NameData	name;			/* the index's name when it was loaded */
+	uint64		bytes;
+	uint64		hits;			/* lookup requests answered */
+	uint64		last_used;		/* the LRU clock */
+	TimestampTz last_used_at;
+} EytzSvcResident;
+
+typedef enum EytzSvcSlotState
+{
+	SLOT_FREE,
+	SLOT_IDLE,					/* owned, no request */
+	SLOT_SUBMITTED,
+	SLOT_WORKING,				/* the worker is answering it */
+	SLOT_DONE,
+	SLOT_ABANDONED				/* the owner left while the worker answers */
+} EytzSvcSlotState;
+
+typedef enum EytzSvcOp
+{
+	OP_LOAD_BEGIN,				/* meta, name: make room, expect the layout */
+	OP_LOAD_DATA,				/* entries [offset, offset + count) */
+	OP_LOAD_END,				/* make it resident and pin it */
+	OP_LOOKUP					/* nq queries, at most max matches */
+} EytzSvcOp;
+
+typedef enum EytzSvcStatus
+{
+	ST_OK,
+	ST_RESIDENT,				/* LOAD_BEGIN: resident already, now pinned */
+	ST_BUSY,					/* LOAD_BEGIN: another slot is loading it */
+	ST_FAILED					/* why says why */
+} EytzSvcStatus;
+
+typedef struct EytzSvcSlot
+{
+	EytzSvcSlotState state;
+	int			owner_pid;
+	int			owner_procno;
+	uint32		incarnation;	/* of the worker when claimed */
+	uint64		serial;			/* bumped at every claim */
+	uint64		seq;			/* submission order */
+	EytzSvcKey	key;
+	int			resident;		/* the copy it pins, or -1 */
+
+	/* the request */
+	EytzSvcOp	op;
+	EytzMetaPageData meta;		/* LOAD_BEGIN */
+	NameData	name;
+	uint64		offset;			/* LOAD_DATA */
+	uint64		count;
+	uint32		nq;				/* LOOKUP */
+	uint32		max;
+	bool		points;
+
+	/* the answer */
+	EytzSvcStatus status;
+	uint32		nout;
+	uint32		nq_done;
+	float		kernel_ms;
+	float		transfer_ms;
+	char		why[256];
+} EytzSvcSlot;
+
+typedef struct EytzSvcShared
+{
+	LWLock	   *lock;
+	EytzSvcState state;
+	int			pid;
+	int			procno;
+	uint32		incarnation;	/* bumped at every start of the worker */
+	char		detail[128];	/* the GPU's name, or why it sleeps */
+	uint64		clock;
+	uint64		seq;
+	uint64		bytes;			/* of the resident copies */
+	uint64		loads;
+	uint64		hits;
+	uint64		evictions;
+	uint64		failures;
+	int			nslots;
+	Size		slot_bytes;		/* window of a slot */
+	EytzSvcResident resident[EYTZ_SVC_MAX_RESIDENT];
+	EytzSvcSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} EytzSvcShared;
+
+/* set in every process by the shared memory startup hook */
+extern EytzSvcShared *eytz_svc;
+extern char *eytz_svc_windows;
+
+/* slot i's window */
+static inline char *
+eytz_svc_window(int i)
+{
+	return eytz_svc_windows + (Size) i * eytz_svc->slot_bytes;
+}
+
+/*
+ * Where a lookup's arrays lie in a window: nq queries (lo, hi, rows) and
+ * the matches after them.  The matches that fit after nq queries.
+ */
+#define EYTZ_SVC_QUERY_BYTES (2 * sizeof(uint64) + sizeof(uint32))
+static inline Size
+eytz_svc_out_offset(uint32 nq)
+{
+	return TYPEALIGN(sizeof(EytzMatch), (Size) nq * EYTZ_SVC_QUERY_BYTES);
+}
+
+/* The worker's entry point (bgw_function_name) */
+extern PGDLLEXPORT void eytz_service_main(Datum arg);
+
+#endif							/* EYTZSERVICE_H */

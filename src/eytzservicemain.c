@@ -1,0 +1,759 @@
+/*
+ * eytzservicemain.c
+ *		The eytzgpu service worker (eytzservice.h): one process that holds
+ *		the device and the resident copies, and answers the backends'
+ *		requests one at a time, oldest first.
+ *
+ * Its device is chosen at start from eytzgpu.service_device: the GPU (the
+ * only CUDA context of the server: the library of cuda/eytzgpu_cuda.h is
+ * called from here and from eytzdevice.c only), or a CPU image of each
+ * index searched with the seam's own batched search (eytzimage.c), or none:
+ * without a GPU at 'auto' it sleeps and backends answer themselves.  The
+ * copies are bounded by eytzgpu.gpu_memory_limit as this process reads it
+ * (postgresql.conf, reloaded on SIGHUP); unpinned copies are evicted least
+ * recently used first.  A request that raises an error (a damaged node in
+ * a CPU image) is answered with its message; a GPU failure other than
+ * memory ends the process after the answer, and the postmaster starts a
+ * fresh one (and CUDA context) a second later.  Shutdown or a restart makes
+ * every waiting backend continue on its CPU path.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "eytzdevice.h"
+#include "eytzimage.h"
+#include "eytzservice.h"
+
+#ifdef EYTZ_HAVE_CUDA
+#include "eytzgpu_cuda.h"
+#endif
+
+/* The worker's side of resident copy i */
+typedef struct SvcCopy
+{
+	EytzLayoutImage img;		/* CPU: the layout */
+	void	   *gpu;			/* GPU: the library's handle */
+} SvcCopy;
+
+/* A layout being streamed in through slot i */
+typedef struct SvcLoad
+{
+	bool		active;
+	uint64		serial;			/* of the slot's claim */
+	EytzSvcKey	key;
+	EytzMetaPageData meta;
+	uint64		reserved;		/* bytes counted against the limit */
+	char	   *keys;
+	uint64	   *tids;
+} SvcLoad;
+
+static SvcCopy copies[EYTZ_SVC_MAX_RESIDENT];
+static SvcLoad *loads;
+static uint64 loading_bytes;
+static MemoryContext svc_cxt;
+static bool gpu_broken = false;
+
+/* CPU answers: the queries in batch order, and the matches' sort scratch */
+static EytzMatch *cpu_order;
+static uint32 cpu_order_cap;
+static EytzMatch *cpu_scratch;
+static uint32 cpu_scratch_cap;
+
+#ifdef EYTZ_HAVE_CUDA
+
+/* The library's message without its own "eytzgpu: " */
+static void
+gpu_why(char *why, const char *what, int rc, const char *errbuf)
+{
+	if (strncmp(errbuf, "eytzgpu: ", 9) == 0)
+		errbuf += 9;
+	snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "%s failed: %s%s%s", what,
+			 eytzgpu_strerror(rc), errbuf[0] ? ": " : "", errbuf);
+	/* memory runs out and comes back; anything else wants a fresh context */
+	gpu_broken |= rc != EYTZGPU_ENOMEM;
+}
+
+static void
+gpu_name(char *detail, size_t len)
+{
+	EytzGpuInfo info;
+	char		errbuf[64];
+
+	if (eytzgpu_probe(-1, &info, errbuf, sizeof(errbuf)) == EYTZGPU_OK)
+		strlcpy(detail, info.name, len);
+}
+
+static bool
+gpu_upload(SvcLoad *ld, void **handle, uint64 *bytes, char *why)
+{
+	EytzGpuIndex *h = NULL;
+	char		errbuf[256] = "";
+	int			rc;
+
+	rc = eytzgpu_upload(-1, ld->keys, ld->tids, ld->meta.nentries, ld->meta.key_width,
+						ld->meta.fanout, 0, &h, bytes, errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
+	{
+		gpu_why(why, "GPU upload", rc, errbuf);
+		return false;
+	}
+	*handle = h;
+	return true;
+}
+
+static bool
+gpu_lookup(void *handle, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
+		   const uint32 *rows, EytzMatch *out)
+{
+	EytzGpuJoinResult res;
+	char		errbuf[256] = "";
+	uint64		j;
+	int			rc;
+
+	rc = eytzgpu_lookup_join(handle, lo, hi, rows, s->nq, s->max, 0, &res,
+							 errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
+	{
+		gpu_why(s->why, "GPU lookup", rc, errbuf);
+		return false;
+	}
+	for (j = 0; j < res.nmatch; j++)
+	{
+		out[j].tid = res.payloads[j];
+		out[j].row = res.rows[j];
+		out[j].unused = 0;
+	}
+	s->nout = (uint32) res.nmatch;
+	s->nq_done = (uint32) res.nq_done;
+	s->kernel_ms = res.kernel_ms;
+	s->transfer_ms = res.transfer_ms;
+	return true;
+}
+
+static void
+gpu_free(void *handle)
+{
+	eytzgpu_free(handle);
+}
+
+#else							/* !EYTZ_HAVE_CUDA: the GPU state is never entered */
+
+static void
+gpu_name(char *detail, size_t len)
+{
+}
+
+static bool
+gpu_upload(SvcLoad *ld, void **handle, uint64 *bytes, char *why)
+{
+	strlcpy(why, "eytzgpu was built without CUDA", sizeof(((EytzSvcSlot *) NULL)->why));
+	return false;
+}
+
+static bool
+gpu_lookup(void *handle, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
+		   const uint32 *rows, EytzMatch *out)
+{
+	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
+	return false;
+}
+
+static void
+gpu_free(void *handle)
+{
+}
+
+#endif							/* EYTZ_HAVE_CUDA */
+
+/* Is copy r pinned by a live slot?  (lock held) */
+static bool
+pinned(int r)
+{
+	int			i;
+
+	for (i = 0; i < eytz_svc->nslots; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		if (s->state != SLOT_FREE && s->resident == r &&
+			s->incarnation == eytz_svc->incarnation)
+			return true;
+	}
+	return false;
+}
+
+/* Drop copy r */
+static void
+drop_copy(int r)
+{
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	eytz_svc->bytes -= eytz_svc->resident[r].bytes;
+	eytz_svc->resident[r].used = false;
+	LWLockRelease(eytz_svc->lock);
+	if (copies[r].gpu)
+		gpu_free(copies[r].gpu);
+	if (copies[r].img.keys)
+		pfree(copies[r].img.keys);
+	if (copies[r].img.tids)
+		pfree(copies[r].img.tids);
+	memset(&copies[r], 0, sizeof(SvcCopy));
+}
+
+/* The least recently used unpinned copy, or -1 */
+static int
+lru_victim(void)
+{
+	int			r,
+				best = -1;
+
+	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	for (r = 0; r < EYTZ_SVC_MAX_RESIDENT; r++)
+		if (eytz_svc->resident[r].used && !pinned(r) &&
+			(best < 0 || eytz_svc->resident[r].last_used < eytz_svc->resident[best].last_used))
+			best = r;
+	LWLockRelease(eytz_svc->lock);
+	return best;
+}
+
+/* Evict until need more bytes fit eytzgpu.gpu_memory_limit; false if they cannot */
+static bool
+make_room(uint64 need)
+{
+	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
+
+	while (eytz_svc->bytes + loading_bytes + need > limit)
+	{
+		int			r = lru_victim();
+
+		if (r < 0)
+			return false;
+		drop_copy(r);
+		LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+		eytz_svc->evictions++;
+		LWLockRelease(eytz_svc->lock);
+	}
+	return true;
+}
+
+static void
+drop_load(int i)
+{
+	SvcLoad    *ld = &loads[i];
+
+	if (!ld->active)
+		return;
+	if (ld->keys)
+		pfree(ld->keys);
+	if (ld->tids)
+		pfree(ld->tids);
+	loading_bytes -= ld->reserved;
+	memset(ld, 0, sizeof(SvcLoad));
+}
+
+/* What a copy of meta's layout takes: keys and TIDs, twice on the GPU */
+static uint64
+copy_estimate(const EytzMetaPageData *meta)
+{
+	uint64		bytes = meta->nentries * (meta->key_width + sizeof(uint64));
+
+	return eytz_svc->state == SVC_GPU ? bytes * 2 : bytes;
+}
+
+static void *
+alloc_or_null(uint64 bytes)
+{
+	return MemoryContextAllocExtended(svc_cxt, Max(bytes, 1),
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static EytzSvcStatus
+load_begin(int i, EytzSvcSlot *s)
+{
+	SvcLoad    *ld = &loads[i];
+	uint64		need = copy_estimate(&s->meta);
+	int			r,
+				j;
+
+	drop_load(i);
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	for (r = 0; r < EYTZ_SVC_MAX_RESIDENT; r++)
+		if (eytz_svc->resident[r].used &&
+			memcmp(&eytz_svc->resident[r].key, &s->key, sizeof(EytzSvcKey)) == 0)
+		{
+			s->resident = r;
+			LWLockRelease(eytz_svc->lock);
+			return ST_RESIDENT;
+		}
+	LWLockRelease(eytz_svc->lock);
+	for (j = 0; j < eytz_svc->nslots; j++)
+		if (loads[j].active && memcmp(&loads[j].key, &s->key, sizeof(EytzSvcKey)) == 0)
+			return ST_BUSY;
+
+	if (!make_room(need))
+	{
+		snprintf(s->why, sizeof(s->why),
+				 "index \"%s\" needs about " UINT64_FORMAT " MB of %s memory, more than eytzgpu.gpu_memory_limit of the eytzgpu service leaves",
+				 NameStr(s->name), need / (1024 * 1024) + 1,
+				 eytz_svc->state == SVC_GPU ? "GPU" : "service");
+		return ST_FAILED;
+	}
+	ld->keys = alloc_or_null(s->meta.nentries * s->meta.key_width);
+	ld->tids = alloc_or_null(s->meta.nentries * sizeof(uint64));
+	ld->active = true;
+	ld->serial = s->serial;
+	ld->key = s->key;
+	ld->meta = s->meta;
+	ld->reserved = need;
+	loading_bytes += need;
+	if (ld->keys == NULL || ld->tids == NULL)
+	{
+		drop_load(i);
+		snprintf(s->why, sizeof(s->why), "the eytzgpu service is out of memory");
+		return ST_FAILED;
+	}
+	return ST_OK;
+}
+
+static EytzSvcStatus
+load_data(int i, EytzSvcSlot *s, const char *window)
+{
+	SvcLoad    *ld = &loads[i];
+	int			kw = ld->meta.key_width;
+
+	if (!ld->active || ld->serial != s->serial || s->offset + s->count > ld->meta.nentries)
+	{
+		snprintf(s->why, sizeof(s->why), "the eytzgpu service lost an upload");
+		return ST_FAILED;
+	}
+	memcpy(ld->keys + s->offset * kw, window, s->count * kw);
+	memcpy(ld->tids + s->offset, window + s->count * kw, s->count * sizeof(uint64));
+	return ST_OK;
+}
+
+/* Make slot i's streamed layout resident, pinned by the slot */
+static EytzSvcStatus
+load_end(int i, EytzSvcSlot *s)
+{
+	SvcLoad    *ld = &loads[i];
+	SvcCopy		copy;
+	uint64		bytes;
+	int			r = -1;
+	int			old;
+
+	if (!ld->active || ld->serial != s->serial)
+	{
+		snprintf(s->why, sizeof(s->why), "the eytzgpu service lost an upload");
+		return ST_FAILED;
+	}
+	/* a free entry, or the least recently used unpinned one */
+	for (old = 0; old < EYTZ_SVC_MAX_RESIDENT && r < 0; old++)
+		if (!eytz_svc->resident[old].used)
+			r = old;
+	if (r < 0 && (r = lru_victim()) >= 0)
+	{
+		drop_copy(r);
+		LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+		eytz_svc->evictions++;
+		LWLockRelease(eytz_svc->lock);
+	}
+	if (r < 0)
+	{
+		drop_load(i);
+		snprintf(s->why, sizeof(s->why), "the eytzgpu service holds %d pinned indexes already",
+				 EYTZ_SVC_MAX_RESIDENT);
+		return ST_FAILED;
+	}
+	memset(&copy, 0, sizeof(copy));
+	if (eytz_svc->state == SVC_GPU)
+	{
+		if (!gpu_upload(ld, &copy.gpu, &bytes, s->why))
+		{
+			drop_load(i);
+			return ST_FAILED;
+		}
+		drop_load(i);
+	}
+	else
+	{
+		/* the streamed arrays are the image */
+		copy.img.meta = ld->meta;
+		copy.img.keys = ld->keys;
+		copy.img.tids = ld->tids;
+		bytes = ld->reserved;
+		ld->keys = NULL;
+		ld->tids = NULL;
+		drop_load(i);
+	}
+	copies[r] = copy;
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	eytz_svc->resident[r].used = true;
+	eytz_svc->resident[r].key = s->key;
+	eytz_svc->resident[r].name = s->name;
+	eytz_svc->resident[r].bytes = bytes;
+	eytz_svc->resident[r].hits = 0;
+	eytz_svc->resident[r].last_used = ++eytz_svc->clock;
+	eytz_svc->resident[r].last_used_at = GetCurrentTimestamp();
+	eytz_svc->bytes += bytes;
+	eytz_svc->loads++;
+	s->resident = r;
+	LWLockRelease(eytz_svc->lock);
+
+	/* older generations of the index: no new scan asks for them */
+	for (old = 0; old < EYTZ_SVC_MAX_RESIDENT; old++)
+	{
+		EytzSvcKey *k = &eytz_svc->resident[old].key;
+		bool		stale;
+
+		LWLockAcquire(eytz_svc->lock, LW_SHARED);
+		stale = old != r && eytz_svc->resident[old].used &&
+			k->dboid == s->key.dboid && k->indexoid == s->key.indexoid &&
+			k->generation < s->key.generation && !pinned(old);
+		LWLockRelease(eytz_svc->lock);
+		if (stale)
+			drop_copy(old);
+	}
+	return ST_OK;
+}
+
+/* The CPU answer: the seam's batched search over the image, then the sort */
+static bool
+cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
+		   const uint32 *rows, EytzMatch *out)
+{
+	FormData_pg_class cls;
+	RelationData rel;
+	uint32		n = 0;
+	uint32		i;
+
+	if (cpu_order_cap < s->nq)
+	{
+		if (cpu_order)
+			pfree(cpu_order);
+		cpu_order = MemoryContextAllocHuge(svc_cxt, sizeof(EytzMatch) * (Size) s->nq);
+		cpu_order_cap = s->nq;
+	}
+	if (cpu_scratch_cap < s->max)
+	{
+		if (cpu_scratch)
+			pfree(cpu_scratch);
+		cpu_scratch = MemoryContextAllocHuge(svc_cxt, sizeof(EytzMatch) * (Size) s->max);
+		cpu_scratch_cap = s->max;
+	}
+	for (i = 0; i < s->nq; i++)
+	{
+		cpu_order[i].tid = lo[i];
+		cpu_order[i].row = i;
+		cpu_order[i].unused = rows[i];
+	}
+	/* only the name of the relation is read: by the XX002 of a damaged node */
+	memset(&cls, 0, sizeof(cls));
+	memset(&rel, 0, sizeof(rel));
+	namestrcpy(&cls.relname, NameStr(eytz_svc->resident[r].name));
+	rel.rd_rel = &cls;
+	s->nq_done = eytz_image_search(&rel, &copies[r].img, cpu_order, 0, s->nq, hi,
+								   s->max, out, &n);
+	s->nout = eytz_match_sort(out, n, cpu_scratch, false);
+	s->kernel_ms = 0;
+	s->transfer_ms = 0;
+	return true;
+}
+
+static EytzSvcStatus
+lookup(EytzSvcSlot *s, char *window)
+{
+	int			r = s->resident;
+	const uint64 *lo = (const uint64 *) window;
+	const uint64 *hi = s->points ? NULL : lo + s->nq;
+	const uint32 *rows = (const uint32 *) (lo + 2 * (Size) s->nq);
+	EytzMatch  *out = (EytzMatch *) (window + eytz_svc_out_offset(s->nq));
+	bool		ok;
+
+	if (r < 0 || !eytz_svc->resident[r].used ||
+		memcmp(&eytz_svc->resident[r].key, &s->key, sizeof(EytzSvcKey)) != 0)
+	{
+		snprintf(s->why, sizeof(s->why), "the eytzgpu service does not hold this generation");
+		return ST_FAILED;
+	}
+	ok = eytz_svc->state == SVC_GPU ?
+		gpu_lookup(copies[r].gpu, s, lo, hi, rows, out) :
+		cpu_lookup(r, s, lo, hi, rows, out);
+	if (!ok)
+		return ST_FAILED;
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	eytz_svc->resident[r].hits++;
+	eytz_svc->resident[r].last_used = ++eytz_svc->clock;
+	eytz_svc->resident[r].last_used_at = GetCurrentTimestamp();
+	eytz_svc->hits++;
+	LWLockRelease(eytz_svc->lock);
+	return ST_OK;
+}
+
+/* Answer slot i's request; an error becomes a failed answer */
+static EytzSvcStatus
+answer(int i)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[i];
+	char	   *window = eytz_svc_window(i);
+	volatile EytzSvcStatus status = ST_FAILED;
+
+	s->why[0] = '\0';
+	s->nout = 0;
+	s->nq_done = 0;
+	PG_TRY();
+	{
+		switch (s->op)
+		{
+			case OP_LOAD_BEGIN:
+				status = load_begin(i, s);
+				break;
+			case OP_LOAD_DATA:
+				status = load_data(i, s, window);
+				break;
+			case OP_LOAD_END:
+				status = load_end(i, s);
+				break;
+			case OP_LOOKUP:
+				status = lookup(s, window);
+				break;
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		LWLockReleaseAll();
+		MemoryContextSwitchTo(svc_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		strlcpy(s->why, edata->message, sizeof(s->why));
+		FreeErrorData(edata);
+		s->nout = 0;
+		s->nq_done = 0;
+		status = ST_FAILED;
+	}
+	PG_END_TRY();
+	return status;
+}
+
+/* The oldest submitted request, now marked as being answered; -1 if none */
+static int
+next_request(void)
+{
+	int			i,
+				best = -1;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	for (i = 0; i < eytz_svc->nslots; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		if (s->state == SLOT_SUBMITTED && s->incarnation == eytz_svc->incarnation &&
+			(best < 0 || s->seq < eytz_svc->slots[best].seq))
+			best = i;
+	}
+	if (best >= 0)
+		eytz_svc->slots[best].state = SLOT_WORKING;
+	LWLockRelease(eytz_svc->lock);
+	return best;
+}
+
+/* Hand slot i's answer to its owner, or free the slot if the owner left */
+static void
+finish(int i, EytzSvcStatus status)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[i];
+	int			owner = -1;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	s->status = status;
+	if (status == ST_FAILED)
+		eytz_svc->failures++;
+	if (s->state == SLOT_ABANDONED)
+	{
+		s->state = SLOT_FREE;
+		s->resident = -1;
+	}
+	else
+	{
+		s->state = SLOT_DONE;
+		owner = s->owner_procno;
+	}
+	LWLockRelease(eytz_svc->lock);
+	if (owner >= 0)
+		SetLatch(&GetPGProcByNumber(owner)->procLatch);
+}
+
+/*
+ * Free the slots of owners that left while the worker answered them, or
+ * that are gone, and drop the uploads of slots that were freed.
+ */
+static void
+reclaim(void)
+{
+	int			i;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	for (i = 0; i < eytz_svc->nslots; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		if (s->state == SLOT_ABANDONED ||
+			(s->state != SLOT_FREE &&
+			 GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid))
+		{
+			s->state = SLOT_FREE;
+			s->resident = -1;
+		}
+	}
+	LWLockRelease(eytz_svc->lock);
+	for (i = 0; i < eytz_svc->nslots; i++)
+		if (loads[i].active &&
+			(eytz_svc->slots[i].state == SLOT_FREE ||
+			 eytz_svc->slots[i].serial != loads[i].serial))
+			drop_load(i);
+}
+
+/* On exit: backends waiting on this incarnation go on without it */
+static void
+svc_exit(int code, Datum arg)
+{
+	int			i;
+
+	LWLockReleaseAll();
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	eytz_svc->state = SVC_STOPPED;
+	eytz_svc->procno = INVALID_PGPROCNO;
+	eytz_svc->bytes = 0;
+	memset(eytz_svc->resident, 0, sizeof(eytz_svc->resident));
+	for (i = 0; i < eytz_svc->nslots; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		if (s->state == SLOT_SUBMITTED || s->state == SLOT_WORKING)
+			SetLatch(&GetPGProcByNumber(s->owner_procno)->procLatch);
+	}
+	LWLockRelease(eytz_svc->lock);
+}
+
+/* Start as a new incarnation with device state: old requests fail */
+static void
+svc_start(EytzSvcState state, const char *detail)
+{
+	int			i;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	eytz_svc->incarnation++;
+	eytz_svc->pid = MyProcPid;
+	eytz_svc->procno = MyProc->pgprocno;
+	eytz_svc->state = state;
+	strlcpy(eytz_svc->detail, detail, sizeof(eytz_svc->detail));
+	eytz_svc->bytes = 0;
+	memset(eytz_svc->resident, 0, sizeof(eytz_svc->resident));
+	for (i = 0; i < eytz_svc->nslots; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		s->resident = -1;
+		if (s->state == SLOT_ABANDONED)
+			s->state = SLOT_FREE;
+		else if (s->state == SLOT_SUBMITTED || s->state == SLOT_WORKING)
+		{
+			s->status = ST_FAILED;
+			strlcpy(s->why, "the eytzgpu service restarted", sizeof(s->why));
+			s->state = SLOT_DONE;
+		}
+	}
+	LWLockRelease(eytz_svc->lock);
+	on_shmem_exit(svc_exit, (Datum) 0);
+}
+
+/* The device eytzgpu.service_device asks for and this machine has */
+static EytzSvcState
+choose_device(char *detail, size_t len)
+{
+	char	   *why = NULL;
+
+	detail[0] = '\0';
+	if (eytz_service_device == EYTZ_SERVICE_CPU)
+		return SVC_CPU;
+	if (eytz_device_available(&why))
+	{
+		gpu_name(detail, len);
+		return SVC_GPU;
+	}
+	strlcpy(detail, why, len);
+	ereport(eytz_service_device == EYTZ_SERVICE_GPU ? WARNING : LOG,
+			(errmsg("eytzgpu service found no GPU: backends run their joins on the CPU"),
+			 errdetail("The GPU cannot be used: %s.", why)));
+	return SVC_SLEEPING;
+}
+
+void
+eytz_service_main(Datum arg)
+{
+	char		detail[128];
+	EytzSvcState state;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	if (eytz_svc == NULL)
+		proc_exit(0);			/* cannot happen: registered with the memory */
+	/* no database, like the logical replication launcher */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	svc_cxt = AllocSetContextCreate(TopMemoryContext, "eytzgpu service",
+									ALLOCSET_DEFAULT_SIZES);
+	loads = MemoryContextAllocZero(svc_cxt, sizeof(SvcLoad) * eytz_svc->nslots);
+	MemoryContextSwitchTo(svc_cxt);
+	state = choose_device(detail, sizeof(detail));
+	svc_start(state, detail);
+	ereport(LOG,
+			(errmsg("eytzgpu service started: %s%s%s",
+					state == SVC_GPU ? "GPU" : state == SVC_CPU ? "CPU images" : "sleeping",
+					detail[0] ? ", " : "", detail)));
+
+	for (;;)
+	{
+		int			i;
+
+		ResetLatch(MyLatch);
+		if (ShutdownRequestPending)
+			proc_exit(1);		/* restarted unless the server shuts down */
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			if (state != SVC_SLEEPING)
+				(void) make_room(0);
+		}
+		while (state != SVC_SLEEPING && (reclaim(), i = next_request()) >= 0)
+		{
+			finish(i, answer(i));
+			if (gpu_broken)
+			{
+				ereport(LOG,
+						(errmsg("eytzgpu service restarts after a GPU failure: %s",
+								eytz_svc->slots[i].why)));
+				proc_exit(1);
+			}
+			if (ShutdownRequestPending)
+				proc_exit(1);
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000, PG_WAIT_EXTENSION);
+	}
+}
