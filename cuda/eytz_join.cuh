@@ -12,6 +12,12 @@
  * payload) do it.  Misses, tombstones and queries past the prefix get a
  * marker that sorts last; the split writes the first nmatch pairs apart.
  *
+ * Rows ascending in query order (EYTZGPU_ROWS_ASCENDING): items come in
+ * query order (or key order after a stable sort of the queries), so a stable
+ * sort by payload alone gives (payload, row): 32-bit keys of pbits + 1 bits,
+ * the row (or slot << 32 | row) as the value; k_rows_check verifies the
+ * promise (the batch fails otherwise).
+ *
  * Included columns: the lookups then run on a slot view of the index (a
  * match's "payload" is its slot, Idx.slots), the item kernels read the real
  * payload at the slot (JoinSlots) and every item carries its slot through
@@ -38,6 +44,7 @@ struct JoinCode
 	uint32_t	obits;			/* bits of the offset part (payload & 0xFFFF) */
 	uint32_t	pbits;			/* bits of a compacted payload (64: not compacted) */
 	bool		one_key;		/* pbits <= 31: payload and row in one sort key */
+	bool		full;			/* a live payload compacts to all pbits ones: the marker needs a bit more */
 };
 
 /* Counts of a batch, written by the kernels */
@@ -46,6 +53,7 @@ struct JoinStat
 	uint64_t	nq_done;		/* queries answered (a prefix) */
 	uint64_t	total;			/* their matches, tombstones included */
 	unsigned long long nmatch;	/* their live matches: the pairs returned */
+	unsigned	rows_unordered;	/* EYTZGPU_ROWS_ASCENDING broken */
 };
 
 /* Sort buffers of a batch (items each) */
@@ -57,8 +65,9 @@ struct JoinBufs
 			   *row_b;
 	uint32_t   *slot_a,			/* with columns: the slots, one-key mode (NULL: none) */
 			   *slot_b;
-	uint64_t   *rs_a,			/* with columns, two-key mode: slot << 32 | row (NULL: none) */
+	uint64_t   *rs_a,			/* with columns, two-key or ascending mode: slot << 32 | row (NULL: none) */
 			   *rs_b;
+	bool		asc;			/* rows ascending: 32-bit payload keys (in key_a/key_b) */
 };
 
 /*
@@ -122,31 +131,42 @@ k_narrow(const uint64_t *in, KT *out, uint64_t n)
 static inline JoinCode
 join_code_of(const uint64_t *pays, uint64_t n)
 {
-	JoinCode	c = {0, 0, 0, true};
+	JoinCode	c = {0, 0, 0, true, true};
 	uint64_t	mn = ~0ull,
 				mx = 0,
-				maxoff = 0;
+				maxoff = 0,
+				off_at_mx = 0;		/* largest offset in the largest block */
 
 	for (uint64_t i = 0; i < n; i++)
 	{
-		uint64_t	b = pays[i] >> 16;
+		uint64_t	b = pays[i] >> 16,
+					o = pays[i] & 0xFFFF;
 
 		if (b == TOMBSTONE_BLOCK)
 			continue;
 		mn = b < mn ? b : mn;
-		mx = b > mx ? b : mx;
-		maxoff |= pays[i] & 0xFFFF;
+		if (b > mx)
+		{
+			mx = b;
+			off_at_mx = 0;
+		}
+		if (b == mx && o > off_at_mx)
+			off_at_mx = o;
+		maxoff |= o;
 	}
 	if (mn > mx)
 		return c;				/* no live payload */
 	c.minblk = mn;
 	c.obits = bits_of(maxoff);
 	c.pbits = bits_of(mx - mn) + c.obits;
+	/* all ones: the largest block part is all ones above the smallest, with an all-ones offset */
+	c.full = mx - mn == (1ull << bits_of(mx - mn)) - 1 && off_at_mx == (1ull << c.obits) - 1;
 	if (c.pbits > 63)
 	{
 		c.minblk = 0;
 		c.obits = 16;
 		c.pbits = 64;
+		c.full = true;
 	}
 	c.one_key = c.pbits <= 31;
 	return c;
@@ -181,7 +201,16 @@ join_put(const JoinCode &c, const JoinBufs &b, const JoinSlots &js, uint64_t j, 
 	uint64_t	p = found ? join_resolve(js, r, &slot) : 0;
 	bool		live = found && (p >> 16) != TOMBSTONE_BLOCK;
 
-	if (c.one_key)
+	if (b.asc)
+	{
+		/* the marker: bit pbits set */
+		((uint32_t *) b.key_a)[j] = live ? (uint32_t) join_compact(c, p) : ~0u;
+		if (b.rs_a)
+			b.rs_a[j] = ((uint64_t) slot << 32) | row;
+		else
+			b.row_a[j] = row;
+	}
+	else if (c.one_key)
 	{
 		b.key_a[j] = live ? (join_compact(c, p) << 32) | row : JOIN_MARK;
 		if (b.slot_a)
@@ -237,7 +266,54 @@ k_join_prefix(const uint64_t *off, uint64_t nq, uint64_t max_matches, JoinStat *
 	stat->nq_done = a;
 	stat->total = off ? off[a] : nq;
 	stat->nmatch = 0;
+	stat->rows_unordered = 0;
 }
+
+/* EYTZGPU_ROWS_ASCENDING: flag rows[i] >= rows[i + 1] */
+static __global__ void
+k_rows_check(const uint32_t *rows, uint64_t nq, JoinStat *stat)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i + 1 < nq; i += stride)
+		if (rows[i] >= rows[i + 1])
+			stat->rows_unordered = 1;
+}
+
+/*
+ * k_point_smem's sink for joins: each result made into its sort item at
+ * once (the shared-memory path fused with the narrowing, the items and the
+ * rows check); the live count is summed over the block.
+ */
+struct JoinSink
+{
+	const uint32_t *rows;
+	uint64_t	nq;
+	JoinCode	c;
+	JoinBufs	b;
+	JoinSlots	js;
+	JoinStat   *stat;
+	bool		check_rows;		/* EYTZGPU_ROWS_ASCENDING: flag rows[j] >= rows[j + 1] */
+	uint32_t	live;
+
+	__device__ __forceinline__ void put(uint64_t j, uint64_t r)
+	{
+		uint32_t	row = rows[j];
+
+		live += join_put(c, b, js, j, r != NO_MATCH, r, row);
+		if (check_rows && j + 1 < nq && row >= rows[j + 1])
+			stat->rows_unordered = 1;
+	}
+	template <int BLOCK>
+	__device__ __forceinline__ void finish()
+	{
+		__shared__ typename cub::BlockReduce<uint32_t, BLOCK>::TempStorage tmp;
+		uint32_t	sum = cub::BlockReduce<uint32_t, BLOCK>(tmp).Sum(live);
+
+		if (threadIdx.x == 0 && sum)
+			atomicAdd(&stat->nmatch, (unsigned long long) sum);
+	}
+};
 
 /* Point results in query order (first[i]: payload or NO_MATCH), rows[i] beside */
 static __global__ void
@@ -333,21 +409,22 @@ k_point_join(Idx<KT> ix, const KT *skeys, const uint32_t *srows, uint64_t nq, ui
 
 /*
  * The first nmatch sorted items as payloads (pay) and rows (row: already in
- * place in two-key mode without columns); rs: two-key mode with columns, the
- * sorted (slot, row) pairs, split into row and slot.
+ * place in two-key and ascending modes without columns); rs: with columns in
+ * those modes, the sorted (slot, row) pairs, split into row and slot.
+ * keys32: ascending mode's 32-bit keys (else keys).
  */
 static __global__ void
-k_join_split(const uint64_t *keys, const uint64_t *rs, uint64_t n, JoinCode c, const JoinStat *stat, uint64_t *pay,
-			 uint32_t *row, uint32_t *slot)
+k_join_split(const uint64_t *keys, const uint32_t *keys32, const uint64_t *rs, uint64_t n, JoinCode c,
+			 const JoinStat *stat, uint64_t *pay, uint32_t *row, uint32_t *slot)
 {
 	uint64_t	m = stat->nmatch < n ? stat->nmatch : n;
 	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
 
 	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < m; j += stride)
 	{
-		uint64_t	k = keys[j];
+		uint64_t	k = keys32 ? keys32[j] : keys[j];
 
-		if (c.one_key)
+		if (c.one_key && !keys32)
 		{
 			pay[j] = join_expand(c, k >> 32);
 			row[j] = (uint32_t) k;
@@ -436,10 +513,12 @@ join_sort_temp_bytes(uint64_t n, size_t *bytes)
 	size_t		a = 0,
 				b = 0,
 				c = 0,
-				d = 0;
+				d = 0,
+				a2 = 0,
+				b2 = 0;
 	cudaError_t e;
 
-	/* keys only; (row, payload); (payload, row or slot); (payload or slot << 32 | row, the other) */
+	/* keys only; (row, payload); (payload, row or slot); (payload or slot << 32 | row, the other); ascending */
 	if ((e = cub::DeviceRadixSort::SortKeys((void *) NULL, a, (const uint64_t *) NULL, (uint64_t *) NULL, (int) n,
 											0, 64)) != cudaSuccess ||
 		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, b, (const uint32_t *) NULL, (uint32_t *) NULL,
@@ -447,9 +526,13 @@ join_sort_temp_bytes(uint64_t n, size_t *bytes)
 		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, c, (const uint64_t *) NULL, (uint64_t *) NULL,
 											 (const uint32_t *) NULL, (uint32_t *) NULL, (int) n, 0, 64)) != cudaSuccess ||
 		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, d, (const uint64_t *) NULL, (uint64_t *) NULL,
-											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) n, 0, 64)) != cudaSuccess)
+											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) n, 0, 64)) != cudaSuccess ||
+		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, a2, (const uint32_t *) NULL, (uint32_t *) NULL,
+											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) n, 0, 32)) != cudaSuccess ||
+		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, b2, (const uint32_t *) NULL, (uint32_t *) NULL,
+											 (const uint32_t *) NULL, (uint32_t *) NULL, (int) n, 0, 32)) != cudaSuccess)
 		return e;
-	*bytes = std::max(std::max(a, b), std::max(c, d));
+	*bytes = std::max(std::max(std::max(a, b), std::max(c, d)), std::max(a2, b2));
 	return cudaSuccess;
 }
 
@@ -466,6 +549,7 @@ join_sort(const JoinBufs &b, uint64_t n, const JoinCode &c, const JoinStat *stat
 	const uint64_t *sorted;
 	const uint64_t *rs = NULL;
 	int			pend = (int) std::min(c.pbits + 1, 64u);
+	int			mbit = c.full ? 1 : 0;	/* the marker's bit, where a live key can be all ones */
 	cudaError_t e;
 
 	*slot = NULL;
@@ -475,14 +559,35 @@ join_sort(const JoinBufs &b, uint64_t n, const JoinCode &c, const JoinStat *stat
 		*row = b.row_a;
 		return cudaSuccess;
 	}
+	if (b.asc)
+	{
+		/* stable, by payload alone: the items are in row order already */
+		uint32_t   *ka = (uint32_t *) b.key_a,
+				   *kb = (uint32_t *) b.key_b;
+
+		if (b.rs_a)
+			e = cub::DeviceRadixSort::SortPairs(temp, tb, ka, kb, b.rs_a, b.rs_b, (int) n, 0,
+												std::max((int) c.pbits + mbit, 1), st);
+		else
+			e = cub::DeviceRadixSort::SortPairs(temp, tb, ka, kb, b.row_a, b.row_b, (int) n, 0,
+												std::max((int) c.pbits + mbit, 1), st);
+		if (e != cudaSuccess)
+			return e;
+		*pay = b.key_a;
+		*row = b.rs_a ? b.row_a : b.row_b;
+		*slot = b.rs_a ? b.slot_a : NULL;
+		k_join_split<<<grid1d(n), 256, 0, st>>>(NULL, kb, b.rs_b, n, c, stat, *pay, *row, *slot);
+		return cudaGetLastError();
+	}
 	if (c.one_key)
 	{
 		/* payload bits, then the 32 row bits, then the marker's bit; slots ride along */
 		if (b.slot_a)
 			e = cub::DeviceRadixSort::SortPairs(temp, tb, b.key_a, b.key_b, b.slot_a, b.slot_b, (int) n, 0,
-												(int) c.pbits + 33, st);
+												(int) c.pbits + 32 + mbit, st);
 		else
-			e = cub::DeviceRadixSort::SortKeys(temp, tb, b.key_a, b.key_b, (int) n, 0, (int) c.pbits + 33, st);
+			e = cub::DeviceRadixSort::SortKeys(temp, tb, b.key_a, b.key_b, (int) n, 0, (int) c.pbits + 32 + mbit,
+											   st);
 		sorted = b.key_b;
 		*pay = b.key_a;
 		*slot = b.slot_b;
@@ -510,7 +615,7 @@ join_sort(const JoinBufs &b, uint64_t n, const JoinCode &c, const JoinStat *stat
 	*row = b.row_a;
 	if (e != cudaSuccess)
 		return e;
-	k_join_split<<<grid1d(n), 256, 0, st>>>(sorted, rs, n, c, stat, *pay, *row, *slot);
+	k_join_split<<<grid1d(n), 256, 0, st>>>(sorted, NULL, rs, n, c, stat, *pay, *row, *slot);
 	return cudaGetLastError();
 }
 

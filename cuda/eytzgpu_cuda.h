@@ -67,6 +67,7 @@ extern "C"
 #define EYTZGPU_PIN_MASK		0x0C00u
 #define EYTZGPU_POISON			0x1000u	/* testing: fill device outputs with 0xFF first */
 #define EYTZGPU_UNIQUE			0x2000u	/* the caller knows the keys are unique: one match per point at most */
+#define EYTZGPU_ROWS_ASCENDING	0x4000u	/* join: rows[i] < rows[i + 1] (cheaper sort; verified) */
 
 /* What probe reports */
 typedef struct EytzGpuInfo
@@ -185,7 +186,11 @@ typedef struct EytzGpuJoinResult
  * count pass, when the index's keys are unique (checked at upload/build) or
  * flags has EYTZGPU_UNIQUE (then one of a key's matches is returned).
  * flags: EYTZGPU_STRAT_* / _REORDER_* / _PIN_* as for eytzgpu_lookup,
- * EYTZGPU_UNIQUE, EYTZGPU_POISON.  nq < 2^31; payloads must not equal
+ * EYTZGPU_UNIQUE, EYTZGPU_POISON, EYTZGPU_ROWS_ASCENDING (the caller's rows
+ * ascend strictly in query order, as an outer batch's do: the matches are
+ * then sorted by payload alone, stably, which costs about a third of the
+ * (payload, row) sort; a batch whose rows do not ascend fails with
+ * EYTZGPU_EINVAL at its wait).  nq < 2^31; payloads must not equal
  * EYTZGPU_NO_MATCH.  The same as eytzgpu_lookup_join_submit, then
  * eytzgpu_lookup_join_wait.
  */

@@ -829,6 +829,64 @@ join_batch(const Data &d, uint64_t nq, bool ranges, std::vector<uint64_t> &lo, s
 	}
 }
 
+/* Rows that ascend strictly, with gaps (EYTZGPU_ROWS_ASCENDING) */
+static void
+ascending_rows(std::vector<uint32_t> &rows)
+{
+	uint32_t	r = (uint32_t) (rnd() % 100);
+
+	for (size_t i = 0; i < rows.size(); i++)
+	{
+		rows[i] = r;
+		r += 1 + (uint32_t) (rnd() % 3);
+	}
+}
+
+/*
+ * EYTZGPU_ROWS_ASCENDING: a batch whose rows ascend (no bound, a random one)
+ * gives the reference's answer; one whose rows do not fails at its wait.
+ */
+static void
+test_join_ascending(const Data &d, EytzGpuIndex *h, const std::vector<uint64_t> &lo, const std::vector<uint64_t> &hi,
+					bool ranges, ColSpec *cs, const char *what)
+{
+	std::vector<uint32_t> rows(lo.size());
+	uint64_t	nq = lo.size();
+	char		err[256],
+				name[200];
+	Pairs		ref;
+
+	ascending_rows(rows);
+	join_ref(d, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, UINT64_MAX, ref);
+	for (uint64_t bound : {(uint64_t) UINT64_MAX, ref.empty() ? 0 : rnd() % (ref.size() + 1)})
+	{
+		EytzGpuJoinResult res;
+		uint64_t	done = join_ref(d, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, bound, ref);
+
+		if (cs)
+			pick_columns(h, *cs);
+		snprintf(name, sizeof(name), "%s join %s rows ascending max=%llu", what, ranges ? "range" : "point",
+				 (unsigned long long) bound);
+		if (eytzgpu_lookup_join(h, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, bound,
+								EYTZGPU_ROWS_ASCENDING | EYTZGPU_POISON, &res, err, sizeof(err)) != EYTZGPU_OK)
+			FAIL("%s: %s", name, err);
+		else if (join_ok(ref, done, res, name, cs))
+			passed++;
+	}
+	if (nq > 1)
+	{
+		EytzGpuJoinResult res;
+		uint64_t	i = rnd() % (nq - 1);
+
+		rows[i + 1] = rows[i];	/* a repeat: not strictly ascending */
+		if (eytzgpu_lookup_join(h, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, UINT64_MAX,
+								EYTZGPU_ROWS_ASCENDING, &res, err, sizeof(err)) == EYTZGPU_EINVAL)
+			passed++;
+		else
+			FAIL("%s: rows that do not ascend accepted with EYTZGPU_ROWS_ASCENDING", what);
+	}
+}
+
 static const uint32_t join_flags[] = {
 	0,
 	EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_GLOBAL | EYTZGPU_PIN_ON,
@@ -903,6 +961,8 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
 					passed++;
 			}
 		}
+		if (!tiny_run)
+			test_join_ascending(d, h, lo, hi, ranges, cs, what);
 		/* a caller's walk: prefixes under a bound, a query over it alone goes to the CPU */
 		if (!tiny_run)
 		{
@@ -1037,6 +1097,7 @@ test_join_large(void)
 	join_batch(d, nq, false, lo, hi, rows);
 	if (!attach_test_columns(d, h, 3, cs, "large join"))
 		cs.m = 0;
+	test_join_ascending(d, h, lo, hi, false, &cs, "large join");
 	for (uint64_t bound : {(uint64_t) UINT64_MAX, nq / 3})
 		for (uint32_t mask : {0u, 7u})
 		{
