@@ -168,13 +168,14 @@ smem_point_fits(const Idx<KT> &ix)
 }
 
 /*
- * Point lookups with the whole index in shared memory: out[j] = payload of
- * qk[j] or NO_MATCH.  q_per_thread: 1, 2 or 4.  Needs smem_point_fits(ix).
+ * Point lookups with the whole index in shared memory: sink.put(j, payload
+ * of qk[j] or NO_MATCH) (StoreSink: out[j]).  q_per_thread: 1, 2 or 4.
+ * Needs smem_point_fits(ix).
  */
-template <class KT>
+template <class KT, class QT, class Sink>
 static inline cudaError_t
-launch_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, int q_per_thread,
-				  int blocks_per_sm, cudaStream_t st)
+launch_point_smem_sink(const Idx<KT> &ix, const QT *qk, uint64_t nq, const Sink &sink, int q_per_thread,
+					   int blocks_per_sm, cudaStream_t st)
 {
 	uint64_t	npad = smem_point_slots(ix);
 	size_t		smem = npad * sizeof(KT);
@@ -183,9 +184,9 @@ launch_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, i
 			/* no more blocks than there are lookups for */
 			uint64_t	per = (uint64_t) (smem > EYTZ_BIG_PIN ? 1024 : EYTZ_SINGLE_BLOCK) * q.value;
 
-			return launch_persistent(k_point_smem<KT, nk.value, 1024, q.value>,
-									 k_point_smem<KT, nk.value, EYTZ_SINGLE_BLOCK, q.value>,
-									 smem, blocks_per_sm, (nq + per - 1) / per, st, ix, qk, nq, out,
+			return launch_persistent(k_point_smem<KT, nk.value, 1024, q.value, QT, Sink>,
+									 k_point_smem<KT, nk.value, EYTZ_SINGLE_BLOCK, q.value, QT, Sink>,
+									 smem, blocks_per_sm, (nq + per - 1) / per, st, ix, qk, nq, sink,
 									 (uint32_t) npad);
 		});
 	};
@@ -199,6 +200,17 @@ launch_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, i
 	if (q_per_thread == 2)
 		return launch(IntC<2>());
 	return launch(IntC<1>());
+}
+
+/* The same storing out[j] */
+template <class KT>
+static inline cudaError_t
+launch_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, uint64_t *out, int q_per_thread,
+				  int blocks_per_sm, cudaStream_t st)
+{
+	StoreSink	s = {out};
+
+	return launch_point_smem_sink<KT, KT, StoreSink>(ix, qk, nq, s, q_per_thread, blocks_per_sm, st);
 }
 
 /* Launch configuration of k_cluster_tile_write; *nclusters: clusters resident at once (0: none fit) */

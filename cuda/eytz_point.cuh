@@ -93,9 +93,29 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 	}
 }
 
-template <class KT, int NK, int BLOCK, int Q>
+/* What k_point_smem does with a result: store it (out[j]) */
+struct StoreSink
+{
+	uint64_t   *out;
+
+	__device__ __forceinline__ void put(uint64_t j, uint64_t r)
+	{
+		out[j] = r;
+	}
+	template <int BLOCK>
+	__device__ __forceinline__ void finish()
+	{
+	}
+};
+
+/*
+ * The whole index in shared memory, Q lookups per thread; query keys of
+ * type QT (narrowed on load), each result handed to the sink (put, then
+ * finish once per thread at the end: the sink may reduce over the block).
+ */
+template <class KT, int NK, int BLOCK, int Q, class QT, class Sink>
 __global__ void __launch_bounds__(BLOCK, 1)
-k_point_smem(Idx<KT> ix, const KT *qk, uint64_t nq, uint64_t *out, uint32_t npad)
+k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 {
 	extern __shared__ __align__(16) unsigned char smem_raw[];
 	KT		   *pin = (KT *) smem_raw;
@@ -118,7 +138,7 @@ k_point_smem(Idx<KT> ix, const KT *qk, uint64_t nq, uint64_t *out, uint32_t npad
 		{
 			uint64_t	j = base + (uint64_t) u * BLOCK;
 
-			x[u] = j < nq ? qk[j] : (KT) 0;
+			x[u] = j < nq ? (KT) qk[j] : (KT) 0;
 			s[u] = 0;
 			cand[u] = NONE32;
 		}
@@ -149,9 +169,10 @@ k_point_smem(Idx<KT> ix, const KT *qk, uint64_t nq, uint64_t *out, uint32_t npad
 			uint64_t	j = base + (uint64_t) u * BLOCK;
 
 			if (j < nq)
-				out[j] = r[u];
+				sink.put(j, r[u]);
 		}
 	}
+	sink.template finish<BLOCK>();
 }
 
 template <int BLOCK>

@@ -16,7 +16,12 @@
  *	  kernels give one result per query, made into sort items;
  *	- ranges and duplicate keys: count, scan, the prefix, fill, sort items.
  */
+#include <signal.h>
 #include <string.h>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "eytzgpu_internal.cuh"
 
@@ -41,14 +46,36 @@ done:
 	return rc;
 }
 
-/* Sort buffers for items (pairs or markers) and the sort's workspace */
+/*
+ * Sort buffers for items (pairs or markers) and the sort's workspace; with
+ * columns also the items' slots (and in two-key or ascending sorts their
+ * (slot, row)).
+ */
 static int
-ensure_join_items(EytzGpuIndex *h, uint64_t items, char *errbuf, size_t errlen)
+ensure_join_items(EytzGpuIndex *h, uint64_t items, bool cols, bool asc, char *errbuf, size_t errlen)
 {
 	int			rc = EYTZGPU_OK;
 	size_t		tb = 0,
 				kcap = h->jkey_cap,
-				rcap = h->jrow_cap;
+				rcap = h->jrow_cap,
+				cap;
+
+	if (cols)
+	{
+		cap = h->jslot_cap;
+		CK(grow((void **) &h->d_jslot_a, &cap, items * 4, false));
+		cap = h->jslot_cap;
+		CK(grow((void **) &h->d_jslot_b, &cap, items * 4, false));
+		h->jslot_cap = cap;
+		if (!h->code.one_key || asc)
+		{
+			cap = h->jrs_cap;
+			CK(grow((void **) &h->d_jrs_a, &cap, items * 8, false));
+			cap = h->jrs_cap;
+			CK(grow((void **) &h->d_jrs_b, &cap, items * 8, false));
+			h->jrs_cap = cap;
+		}
+	}
 
 	CK(grow((void **) &h->jb.key_a, &kcap, items * 8, false));
 	kcap = h->jkey_cap;
@@ -90,14 +117,188 @@ done:
 }
 
 /*
- * Queue the batch on the handle's stream.  js: its pinned set, inputs already
- * there.  On return the whole batch is queued (ranges: after the count pass
- * was waited for).
+ * Where the included columns of up to cap matches go in a batch's column
+ * buffers (device and pinned alike): per column of the mask its values,
+ * then its NULL flags, each run 16-byte aligned.  Returns the bytes.
+ */
+static size_t
+col_layout(const EytzGpuIndex *h, uint32_t mask, uint64_t cap, size_t *val_off, size_t *null_off)
+{
+	size_t		off = 0;
+
+	for (int c = 0; c < h->ncols; c++)
+		if (mask & (1u << c))
+		{
+			val_off[c] = off;
+			off += (cap * h->col_width[c] + 15) & ~(size_t) 15;
+			null_off[c] = off;
+			off += (cap + 15) & ~(size_t) 15;
+		}
+	return off;
+}
+
+/* Poisoned sort items (EYTZGPU_POISON) */
+static cudaError_t
+poison_items(const JoinBufs &b, uint64_t items, cudaStream_t st)
+{
+	cudaError_t e;
+
+	if ((e = cudaMemsetAsync(b.key_a, 0xFF, items * 8, st)) != cudaSuccess ||
+		(e = cudaMemsetAsync(b.key_b, 0xFF, items * 8, st)) != cudaSuccess ||
+		(e = cudaMemsetAsync(b.row_a, 0xFF, items * 4, st)) != cudaSuccess)
+		return e;
+	if (b.slot_a && ((e = cudaMemsetAsync(b.slot_a, 0xFF, items * 4, st)) != cudaSuccess ||
+					 (e = cudaMemsetAsync(b.slot_b, 0xFF, items * 4, st)) != cudaSuccess))
+		return e;
+	if (b.rs_a && ((e = cudaMemsetAsync(b.rs_a, 0xFF, items * 8, st)) != cudaSuccess ||
+				   (e = cudaMemsetAsync(b.rs_b, 0xFF, items * 8, st)) != cudaSuccess))
+		return e;
+	return cudaSuccess;
+}
+
+/* The sort buffers of a batch (ensure_join_items): with columns the slots' too */
+static JoinBufs
+join_bufs_of(const EytzGpuIndex *h, bool cols, bool asc)
+{
+	JoinBufs	b = h->jb;
+	bool		rs = cols && (!h->code.one_key || asc);
+
+	b.slot_a = cols ? h->d_jslot_a : NULL;
+	b.slot_b = cols ? h->d_jslot_b : NULL;
+	b.rs_a = rs ? h->d_jrs_a : NULL;
+	b.rs_b = rs ? h->d_jrs_b : NULL;
+	b.asc = asc;
+	return b;
+}
+
+/* How the item kernels turn the lookups' results into payloads (with columns: slots of the view searched) */
+template <class KT>
+static JoinSlots
+join_slots_of(const EytzGpuIndex *h, bool cols, bool on_copy)
+{
+	Idx<KT>		o = plan_idx<KT>(h, false);
+	JoinSlots	js;
+
+	memset(&js, 0, sizeof(js));
+	js.on = cols;
+	js.map = on_copy ? h->d_ebs_map : NULL;
+	js.pays = o.pays;
+	js.aos = o.aos;
+	js.tp = o.tp;
+	js.tile_bytes = o.tile_bytes;
+	js.key_bytes = sizeof(KT);
+	return js;
+}
+
+/* The caller's own input arrays of a batch (not the set's pinned inputs) */
+struct StageSrc
+{
+	const uint64_t *lo,
+			   *hi;
+	const uint32_t *rows;
+};
+
+/* Chunk c of the inputs: [c * EYTZ_STAGE_CHUNK, ...) of nq, pinned copy (src) or its transfer (!src) */
+static cudaError_t
+stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, uint64_t c)
+{
+	uint64_t	a = c * EYTZ_STAGE_CHUNK,
+				m = nq - a < EYTZ_STAGE_CHUNK ? nq - a : EYTZ_STAGE_CHUNK;
+	cudaError_t e;
+
+	if (src)
+	{
+		memcpy(js->h_lo + a, src->lo + a, m * 8);
+		if (ranges)
+			memcpy(js->h_hi + a, src->hi + a, m * 8);
+		memcpy(js->h_rows + a, src->rows + a, m * 4);
+		return cudaSuccess;
+	}
+	if ((e = cudaMemcpyAsync(h->d_jlo + a, js->h_lo + a, m * 8, cudaMemcpyHostToDevice, h->st)) != cudaSuccess ||
+		(ranges &&
+		 (e = cudaMemcpyAsync(h->d_jhi + a, js->h_hi + a, m * 8, cudaMemcpyHostToDevice, h->st)) != cudaSuccess))
+		return e;
+	return cudaMemcpyAsync(h->d_jrows + a, js->h_rows + a, m * 4, cudaMemcpyHostToDevice, h->st);
+}
+
+/*
+ * The inputs to the device.  From the set's pinned inputs: their transfer.
+ * From the caller's arrays: copied into the pinned inputs chunk by chunk by
+ * up to EYTZ_STAGE_THREADS threads (one thread copies ~10 GB/s, less than
+ * the bus), each chunk's transfer queued as soon as it is there, so that
+ * copies and transfers overlap.  The threads copy memory and nothing else;
+ * they start with every signal blocked (the host process's handlers stay
+ * on its own thread) and are joined before this returns.
+ */
+static cudaError_t
+stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges)
+{
+	uint64_t	nch = (nq + EYTZ_STAGE_CHUNK - 1) / EYTZ_STAGE_CHUNK;
+	unsigned	hw = std::thread::hardware_concurrency();
+	uint64_t	nthreads = std::min<uint64_t>(std::min<uint64_t>(EYTZ_STAGE_THREADS, hw > 1 ? hw - 1 : 0), nch);
+	std::unique_ptr<std::atomic<int>[]> done;
+	std::vector<std::thread> workers;
+	cudaError_t e = cudaSuccess;
+	sigset_t	all,
+				old;
+
+	if (!src || nch < 2 || nthreads < 2)
+	{
+		/* one thread: each chunk's transfer overlaps the next chunk's copy */
+		for (uint64_t c = 0; c < nch && e == cudaSuccess; c++)
+		{
+			if (src)
+				stage_chunk(h, js, src, nq, ranges, c);
+			e = stage_chunk(h, js, NULL, nq, ranges, c);
+		}
+		return e;
+	}
+	done.reset(new std::atomic<int>[nch]);
+	for (uint64_t c = 0; c < nch; c++)
+		done[c].store(0);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	try
+	{
+		for (uint64_t t = 0; t < nthreads; t++)
+			workers.emplace_back([&, t] {
+				for (uint64_t c = t; c < nch; c += nthreads)
+				{
+					stage_chunk(h, js, src, nq, ranges, c);
+					done[c].store(1, std::memory_order_release);
+				}
+			});
+	}
+	catch (...)
+	{
+		/* fewer threads than asked: chunks no thread took are copied below */
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (uint64_t c = 0; c < nch; c++)
+	{
+		if (c % nthreads >= workers.size())
+			stage_chunk(h, js, src, nq, ranges, c);
+		else
+			while (!done[c].load(std::memory_order_acquire))
+				std::this_thread::yield();
+		if (e == cudaSuccess)
+			e = stage_chunk(h, js, NULL, nq, ranges, c);
+	}
+	for (auto &w : workers)
+		w.join();
+	return e;
+}
+
+/*
+ * Queue the batch on the handle's stream.  js: its pinned set, inputs there
+ * already, or (src) in the caller's arrays (copied while they are sent).  On
+ * return the whole batch is queued (ranges: after the count pass was waited
+ * for).
  */
 template <class KT>
 static int
-submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t max_matches, uint32_t flags,
-			char *errbuf, size_t errlen)
+submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, uint64_t nq, uint64_t max_matches,
+			uint32_t flags, char *errbuf, size_t errlen)
 {
 	int			rc = EYTZGPU_OK;
 	EytzPlanInput in;
@@ -110,7 +311,14 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 	uint64_t	items,
 				copied;
 	uint64_t   *rpay = NULL;
-	uint32_t   *rrow = NULL;
+	uint32_t   *rrow = NULL,
+			   *rslot = NULL;
+	bool		cols = js->mask != 0;
+	bool		asc = (flags & EYTZGPU_ROWS_ASCENDING) && h->code.one_key;	/* else the two-key sorts */
+	bool		smem_fused;
+	JoinBufs	jb;
+	JoinSlots	jsl;
+	size_t		cols_bytes = 0;
 	cudaStream_t st = h->st;
 
 	in.n = h->n;
@@ -119,37 +327,39 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 	in.have_ebs_copy = h->d_ebs_keys != NULL;
 	in.points_ok = h->points_ok || (flags & EYTZGPU_UNIQUE);
 	in.point = !ranges;
-	in.wide = ranges && eytz_wide_ranges(js->h_lo, js->h_hi, 8, sizeof(KT), nq, h->minkey, h->maxkey, h->n);
+	in.wide = ranges && eytz_wide_ranges(src ? src->lo : js->h_lo, src ? src->hi : js->h_hi, 8, sizeof(KT), nq,
+										 h->minkey, h->maxkey, h->n);
 	in.nq = nq;
 	in.flags = flags;
 	plan = eytz_plan(&in);
 	point_mode = in.point && in.points_ok;
+	smem_fused = point_mode && plan.path == EYTZ_PATH_SMEM && max_matches >= nq;
 	if (!point_mode && plan.reord == EYTZGPU_REORDER_GLOBAL)
 		plan.reord = EYTZGPU_REORDER_NONE;	/* the chunked order does not fill a prefix */
-	ix = plan_idx<KT>(h, plan.on_copy);
+	ix = plan_idx<KT>(h, plan.on_copy, cols);
 	cfg = plan_cfg(plan);
 	js->strategy = plan.strat | plan.reord | plan.pin;
 	js->point_mode = point_mode;
+	/* the shared-memory point path may search the other view than ix */
+	jsl = join_slots_of<KT>(h, cols, point_mode && plan.path == EYTZ_PATH_SMEM ? plan.smem_on_copy : plan.on_copy);
 
 	if ((rc = ensure_join_inputs(h, nq, ranges, plan.path == EYTZ_PATH_SORTED, errbuf, errlen)) != EYTZGPU_OK)
 		return rc;
-	if (point_mode && (rc = ensure_join_items(h, nq, errbuf, errlen)) != EYTZGPU_OK)
+	if (point_mode && (rc = ensure_join_items(h, nq, cols, asc, errbuf, errlen)) != EYTZGPU_OK)
 		return rc;
+	jb = join_bufs_of(h, cols, asc);
 	if (!js->h_stat)
 		CK(cudaMallocHost((void **) &js->h_stat, sizeof(JoinStat)));
 
 	/* inputs in */
 	CK(cudaEventRecord(js->ev[0], st));
-	CK(cudaMemcpyAsync(h->d_jlo, js->h_lo, nq * 8, cudaMemcpyHostToDevice, st));
-	if (ranges)
-		CK(cudaMemcpyAsync(h->d_jhi, js->h_hi, nq * 8, cudaMemcpyHostToDevice, st));
-	CK(cudaMemcpyAsync(h->d_jrows, js->h_rows, nq * 4, cudaMemcpyHostToDevice, st));
+	CK(stage_inputs(h, js, src, nq, ranges));
 	CK(cudaEventRecord(js->ev[1], st));
 
-	/* keys of the index's width */
+	/* keys of the index's width (the fused shared-memory path narrows them itself) */
 	memset(&q, 0, sizeof(q));
 	q.nq = nq;
-	if (sizeof(KT) == 8)
+	if (sizeof(KT) == 8 || smem_fused)
 	{
 		q.lo = (const KT *) h->d_jlo;
 		q.hi = ranges ? (const KT *) h->d_jhi : NULL;
@@ -169,14 +379,28 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, st));
 		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, st));
 		if (point_mode)
-		{
-			CK(cudaMemsetAsync(h->jb.key_a, 0xFF, nq * 8, st));
-			CK(cudaMemsetAsync(h->jb.key_b, 0xFF, nq * 8, st));
-			CK(cudaMemsetAsync(h->jb.row_a, 0xFF, nq * 4, st));
-		}
+			CK(poison_items(jb, nq, st));
 	}
 
-	if (point_mode && plan.path == EYTZ_PATH_SORTED && max_matches >= nq)
+	if (smem_fused)
+	{
+		/* the whole index in shared memory, each result made into its item at once */
+		JoinSink	sink;
+
+		memset(&sink, 0, sizeof(sink));
+		sink.rows = h->d_jrows;
+		sink.nq = nq;
+		sink.c = h->code;
+		sink.b = jb;
+		sink.js = jsl;
+		sink.stat = h->d_stat;
+		sink.check_rows = (flags & EYTZGPU_ROWS_ASCENDING) != 0;
+		k_join_prefix<<<1, 1, 0, st>>>(NULL, nq, max_matches, h->d_stat);
+		CK(cudaGetLastError());
+		CK((launch_point_smem_sink<KT, uint64_t, JoinSink>(plan_idx<KT>(h, plan.smem_on_copy, cols), h->d_jlo, nq,
+															sink, EYTZ_SMEM_Q, 0, st)));
+	}
+	else if (point_mode && plan.path == EYTZ_PATH_SORTED && max_matches >= nq)
 	{
 		/* sorted by key with the rows beside, looked up straight into sort items */
 		SortedWork<KT> w = sorted_work_of<KT>(h);
@@ -185,7 +409,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 								 true, st));
 		k_join_prefix<<<1, 1, 0, st>>>(NULL, nq, max_matches, h->d_stat);
 		CK(cudaGetLastError());
-		CK(launch_point_join<KT>(ix, w.skeys, w.perm, nq, h->code, h->jb, h->d_stat, st));
+		CK(launch_point_join<KT>(ix, w.skeys, w.perm, nq, h->code, jb, jsl, h->d_stat, st));
 	}
 	else if (point_mode)
 	{
@@ -194,7 +418,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 			CK(csr_count<KT>(ix, q, cfg, true, b, st));
 		k_join_prefix<<<1, 1, 0, st>>>(max_matches < nq ? h->d_off : NULL, nq, max_matches, h->d_stat);
 		if (nq > 0)
-			k_join_from_first<<<grid1d(nq), 256, 0, st>>>(h->d_first, h->d_jrows, nq, h->code, h->jb, h->d_stat);
+			k_join_from_first<<<grid1d(nq), 256, 0, st>>>(h->d_first, h->d_jrows, nq, h->code, jb, jsl, h->d_stat);
 		CK(cudaGetLastError());
 	}
 	if (point_mode)
@@ -219,8 +443,9 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		nq_done = js->h_stat->nq_done;
 		total = js->h_stat->total;
 		CK(grow((void **) &h->d_out, &h->out_cap, total * 8, false));
-		if ((rc = ensure_join_items(h, total, errbuf, errlen)) != EYTZGPU_OK)
+		if ((rc = ensure_join_items(h, total, cols, asc, errbuf, errlen)) != EYTZGPU_OK)
 			goto done;
+		jb = join_bufs_of(h, cols, asc);
 		b.out = h->d_out;
 		b.temp = h->d_temp;
 		b.temp_bytes = h->temp_cap;
@@ -228,9 +453,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		if (flags & EYTZGPU_POISON)
 		{
 			CK(cudaMemsetAsync(h->d_out, 0xFF, total * 8, st));
-			CK(cudaMemsetAsync(h->jb.key_a, 0xFF, total * 8, st));
-			CK(cudaMemsetAsync(h->jb.key_b, 0xFF, total * 8, st));
-			CK(cudaMemsetAsync(h->jb.row_a, 0xFF, total * 4, st));
+			CK(poison_items(jb, total, st));
 		}
 		/* the fill of the prefix: its offsets are those of the whole batch */
 		q.nq = nq_done;
@@ -238,12 +461,42 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 			CK(csr_fill<KT>(ix, q, cfg, false, b, st));
 		if (nq_done > 0)
 			k_join_from_csr<<<grid1d(nq_done), 256, 0, st>>>(h->d_out, h->d_off, h->d_jrows, nq_done, h->code,
-															  h->jb, h->d_stat);
+															  jb, jsl, h->d_stat);
 		CK(cudaGetLastError());
 		items = total;
 		copied = total;
 	}
-	CK(join_sort(h->jb, items, h->code, h->d_stat, h->d_temp, h->temp_cap, &rpay, &rrow, st));
+	if ((flags & EYTZGPU_ROWS_ASCENDING) && nq > 1 && !smem_fused)
+	{
+		/* the promise, verified: the wait fails when it was broken */
+		k_rows_check<<<grid1d(nq), 256, 0, st>>>(h->d_jrows, nq, h->d_stat);
+		CK(cudaGetLastError());
+	}
+	CK(join_sort(jb, items, h->code, h->d_stat, h->d_temp, h->temp_cap, &rpay, &rrow, &rslot, st));
+	if (cols)
+		cols_bytes = col_layout(h, js->mask, copied, js->val_off, js->null_off);
+	if (cols && copied > 0)
+	{
+		/* the included columns of the sorted matches, gathered at their slots */
+		JoinGather	g;
+
+		memset(&g, 0, sizeof(g));
+		CK(grow((void **) &h->d_cols_out, &h->cols_out_cap, cols_bytes, false));
+		if (flags & EYTZGPU_POISON)
+			CK(cudaMemsetAsync(h->d_cols_out, 0xFF, cols_bytes, st));
+		for (int c = 0; c < h->ncols; c++)
+			if (js->mask & (1u << c))
+			{
+				g.width[g.ncols] = h->col_width[c];
+				g.values[g.ncols] = h->d_col[c];
+				g.nulls[g.ncols] = h->d_col_nulls[c];
+				g.out[g.ncols] = h->d_cols_out + js->val_off[c];
+				g.out_nulls[g.ncols] = h->d_cols_out + js->null_off[c];
+				g.ncols++;
+			}
+		k_join_gather<<<grid1d(copied), 256, 0, st>>>(rslot, copied, h->d_stat, g);
+		CK(cudaGetLastError());
+	}
 	CK(cudaEventRecord(js->ev[4], st));
 
 	/* results out (an upper bound of the pairs: the live count comes with them) */
@@ -258,11 +511,15 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		CK(grow((void **) &js->h_row, &rcap, want * 4, true));
 		js->out_cap = want;
 	}
+	if (cols)
+		CK(grow((void **) &js->h_cols, &js->cols_cap, cols_bytes, true));
 	if (copied > 0)
 	{
 		CK(cudaMemcpyAsync(js->h_pay, rpay, copied * 8, cudaMemcpyDeviceToHost, st));
 		CK(cudaMemcpyAsync(js->h_row, rrow, copied * 4, cudaMemcpyDeviceToHost, st));
 	}
+	if (cols_bytes > 0)
+		CK(cudaMemcpyAsync(js->h_cols, h->d_cols_out, cols_bytes, cudaMemcpyDeviceToHost, st));
 	CK(cudaMemcpyAsync(js->h_stat, h->d_stat, sizeof(JoinStat), cudaMemcpyDeviceToHost, st));
 	CK(cudaEventRecord(js->ev[5], st));
 done:
@@ -299,6 +556,8 @@ eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *
 {
 	EytzJoinSet *js;
 	struct timespec t0;
+	StageSrc	src;
+	bool		in_place;
 	int			rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -315,25 +574,19 @@ eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *
 	if ((rc = begin_batch(h, nq, errbuf, errlen)) != EYTZGPU_OK)
 		return rc;
 	js = &h->sets[h->next_set];
-	/* the caller's arrays into this set's pinned inputs, unless they are those */
-	if (lo != js->h_lo || (hi && hi != js->h_hi) || rows != js->h_rows)
-	{
-		if ((rc = ensure_set_inputs(js, nq, hi != NULL, errbuf, errlen)) != EYTZGPU_OK)
-			return rc;
-		if (nq > 0)
-		{
-			if (lo != js->h_lo)
-				memcpy(js->h_lo, lo, nq * 8);
-			if (hi && hi != js->h_hi)
-				memcpy(js->h_hi, hi, nq * 8);
-			if (rows != js->h_rows)
-				memcpy(js->h_rows, rows, nq * 4);
-		}
-	}
+	/* the caller's arrays go through this set's pinned inputs, unless they are those */
+	in_place = lo == js->h_lo && (!hi || hi == js->h_hi) && rows == js->h_rows;
+	if (!in_place && (rc = ensure_set_inputs(js, nq, hi != NULL, errbuf, errlen)) != EYTZGPU_OK)
+		return rc;
+	src.lo = lo;
+	src.hi = hi;
+	src.rows = rows;
 	js->t0 = t0;
 	js->nq = nq;
-	rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, hi != NULL, nq, max_matches, flags, errbuf, errlen)
-		: submit_impl<uint64_t>(h, js, hi != NULL, nq, max_matches, flags, errbuf, errlen);
+	js->mask = h->col_mask;
+	rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags,
+											errbuf, errlen)
+		: submit_impl<uint64_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags, errbuf, errlen);
 	if (rc != EYTZGPU_OK)
 	{
 		/* let whatever was queued finish before the buffers are touched again */
@@ -370,10 +623,22 @@ eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, 
 	CK(cudaEventElapsedTime(&t_k1, js->ev[1], js->ev[2]));
 	CK(cudaEventElapsedTime(&t_k2, js->ev[3], js->ev[4]));
 	CK(cudaEventElapsedTime(&t_out, js->ev[4], js->ev[5]));
+	if (js->h_stat->rows_unordered)
+	{
+		set_msg(errbuf, errlen, "eytzgpu: join batch with EYTZGPU_ROWS_ASCENDING whose rows do not ascend");
+		return EYTZGPU_EINVAL;
+	}
 	if (res)
 	{
 		res->payloads = js->h_pay;
 		res->rows = js->h_row;
+		for (int c = 0; c < EYTZGPU_MAX_COLUMNS; c++)
+		{
+			bool		on = (js->mask & (1u << c)) && js->h_cols;
+
+			res->columns[c] = on ? js->h_cols + js->val_off[c] : NULL;
+			res->column_nulls[c] = on ? js->h_cols + js->null_off[c] : NULL;
+		}
 		res->nmatch = js->h_stat->nmatch;
 		res->nq_done = js->h_stat->nq_done;
 		res->strategy = js->strategy;

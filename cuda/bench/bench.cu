@@ -1119,10 +1119,31 @@ bench_fast(const std::vector<int> &sizes)
  * Section "api": the C API as the extension calls it, at 2^25 point lookups:
  * eytzgpu_lookup_join with 64-bit keys and rows in host arrays (the caller's
  * own, or the handle's pinned inputs filled in place), sorted (payload, row)
- * pairs out; against the pinned transfer of those bytes (keys and rows in,
- * payloads and rows out) timed in the same run.  Also the CSR API
- * (eytzgpu_lookup) on 32-bit keys.  Wall times are the medians of reps calls.
+ * pairs out, with 0, 1 and 3 included columns gathered for the matches;
+ * against the pinned transfer of those bytes (keys and rows in; payloads,
+ * rows and the columns' values and NULL flags out) timed in the same run.
+ * Payloads are heap TIDs as the extension packs them (200 tuples a block,
+ * heap order uncorrelated with the keys); the rows ascend, as an outer
+ * batch's do, and the calls say so (EYTZGPU_ROWS_ASCENDING: the matches are
+ * sorted by payload alone); the kernels without that flag are timed too.
+ * Also the CSR API (eytzgpu_lookup) on 32-bit keys.  Wall times are the
+ * medians of reps calls.
  */
+#define API_TUPLES_PER_BLOCK 200
+#define API_SLOT_MULT 0x9E3779B97F4A7C15ull	/* slot -> heap row: a bijection mod 2^log2n */
+
+/* Included columns of the api section: value of column c at slot t (column 2 has NULLs) */
+static const int api_widths[3] = {4, 8, 2};
+
+static uint64_t
+api_col_value(int c, uint64_t t, bool *isnull)
+{
+	*isnull = c == 2 && t % 5 == 0;
+	if (*isnull)
+		return 0;
+	return c == 0 ? (uint32_t) (t * 7) : c == 1 ? t * 0x100000001ull : (uint16_t) (t ^ 0x5A5A);
+}
+
 static void
 bench_api(const std::vector<int> &sizes)
 {
@@ -1134,11 +1155,14 @@ bench_api(const std::vector<int> &sizes)
 	void	   *xh,
 			   *xd;
 	char		err[256];
+	uint64_t	inv = API_SLOT_MULT;
 
+	for (int i = 0; i < 6; i++)
+		inv *= 2 - API_SLOT_MULT * inv;	/* Newton: the multiplier's inverse mod 2^64 */
 	CK(cudaMalloc(&dq, nq * 4));
-	CK(cudaMallocHost(&xh, nq * 12));
-	CK(cudaMalloc(&xd, nq * 12));
-	memset(xh, 1, nq * 12);
+	CK(cudaMallocHost(&xh, nq * 32));
+	CK(cudaMalloc(&xd, nq * 32));
+	memset(xh, 1, nq * 32);
 	for (uint64_t i = 0; i < nq; i++)
 		hrows[i] = (uint32_t) i;
 	for (int log2n : sizes)
@@ -1147,31 +1171,40 @@ bench_api(const std::vector<int> &sizes)
 		Bench<uint32_t> b = make_bench<uint32_t>(n, 1, true);
 		std::vector<uint32_t> ek(n);
 		std::vector<uint64_t> ep(n);
+		std::vector<std::vector<unsigned char>> cv(3);
+		std::vector<uint8_t> cn((n + 7) / 8, 0);
+		const void *cvp[3];
+		const uint8_t *cnp[3] = {NULL, NULL, cn.data()};
 		EytzGpuIndex *h = NULL;
-		std::vector<double> wall_own,
-					wall_in,
-					kern,
-					xfer,
-					kern_csr;
-		double		ref;
 		auto		med = [](std::vector<double> &v) {
 			std::sort(v.begin(), v.end());
 			return v[v.size() / 2];
 		};
+		int			ncols = 0;
 		auto		check = [&](const EytzGpuJoinResult &r, const char *what) {
-			/* every query is present: nq pairs, payload p is the key of row p's query, ascending */
+			/* every query is present: nq pairs, ascending payloads, the slot's key is the row's query's */
 			bool		ok = r.nmatch == nq && r.nq_done == nq;
 
 			for (uint64_t s = 0; ok && s < 4096; s++)
 			{
 				uint64_t	j = (nq - 1) * s / 4095;
+				uint64_t	row = (r.payloads[j] >> 16) * API_TUPLES_PER_BLOCK + (r.payloads[j] & 0xFFFF) - 1;
+				uint64_t	t = (row * inv) & (n - 1);
 
-				ok = host_mix32((uint32_t) r.payloads[j] ^ (uint32_t) 0x1234567) == (uint32_t) hq[r.rows[j]] &&
-					(j == 0 || r.payloads[j - 1] <= r.payloads[j]);
+				ok = ek[t] == (uint32_t) hq[r.rows[j]] && (j == 0 || r.payloads[j - 1] <= r.payloads[j]);
+				for (int c = 0; ok && c < ncols; c++)
+				{
+					bool		isnull;
+					uint64_t	want = api_col_value(c, t, &isnull),
+								got = 0;
+
+					memcpy(&got, (const unsigned char *) r.columns[c] + j * api_widths[c], api_widths[c]);
+					ok = got == want && r.column_nulls[c][j] == isnull;
+				}
 			}
 			if (!ok)
 			{
-				fprintf(stderr, "CHECK FAILED: api %s at 2^%d\n", what, log2n);
+				fprintf(stderr, "CHECK FAILED: api %s at 2^%d with %d columns\n", what, log2n, ncols);
 				exit(1);
 			}
 		};
@@ -1179,81 +1212,153 @@ bench_api(const std::vector<int> &sizes)
 		k_gen_uniform<uint32_t><<<GEN_GRID, 256>>>(dq, nq, b.sk, n, 5);
 		CK(cudaMemcpy(hq32.data(), dq, nq * 4, cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(ek.data(), b.ek9, n * 4, cudaMemcpyDeviceToHost));
-		CK(cudaMemcpy(ep.data(), b.ep9, n * 8, cudaMemcpyDeviceToHost));
 		free_bench(b);
 		for (uint64_t i = 0; i < nq; i++)
 			hq[i] = hq32[i];
-		if (eytzgpu_upload(0, ek.data(), ep.data(), n, 4, 9, 0, &h, NULL, err, sizeof(err)) != EYTZGPU_OK)
+		for (int c = 0; c < 3; c++)
+			cv[c].resize(n * api_widths[c]);
+		for (uint64_t t = 0; t < n; t++)
+		{
+			uint64_t	row = (t * API_SLOT_MULT) & (n - 1);
+
+			ep[t] = eytz_pack_tid((uint32_t) (row / API_TUPLES_PER_BLOCK),
+								  (uint16_t) (row % API_TUPLES_PER_BLOCK + 1));
+			for (int c = 0; c < 3; c++)
+			{
+				bool		isnull;
+				uint64_t	v = api_col_value(c, t, &isnull);
+
+				memcpy(&cv[c][t * api_widths[c]], &v, api_widths[c]);
+				if (isnull)
+					cn[t / 8] |= 1 << (t % 8);
+			}
+		}
+		for (int c = 0; c < 3; c++)
+			cvp[c] = cv[c].data();
+		if (eytzgpu_upload(0, ek.data(), ep.data(), n, 4, 9, 0, &h, NULL, err, sizeof(err)) != EYTZGPU_OK ||
+			eytzgpu_attach_columns(h, 3, api_widths, cvp, cnp, NULL, err, sizeof(err)) != EYTZGPU_OK)
 		{
 			fprintf(stderr, "api: upload failed: %s\n", err);
 			exit(1);
 		}
-		ref = time_ms([&] {
-			CK(cudaMemcpyAsync(xd, xh, nq * 12, cudaMemcpyHostToDevice));
-			CK(cudaMemcpyAsync(xh, xd, nq * 12, cudaMemcpyDeviceToHost));
-		});
-		for (int r = 0; r <= reps; r++)
+		for (ncols = 0; ncols <= 3; ncols += ncols == 0 ? 1 : 2)
 		{
-			EytzGpuJoinResult res;
-			EytzGpuResult cres;
-			uint64_t   *plo;
-			uint32_t   *prows;
+			std::vector<double> wall_own,
+						wall_in,
+						kern,
+						xfer,
+						kern_csr,
+						kern_rowsort;
+			uint64_t	col_bytes = 0;
+			double		ref;
 
-			/* the caller's own arrays */
-			if (eytzgpu_lookup_join(h, hq.data(), NULL, hrows.data(), nq, UINT64_MAX, 0, &res, err,
-									sizeof(err)) != EYTZGPU_OK)
+			for (int c = 0; c < ncols; c++)
+				col_bytes += api_widths[c] + 1;
+			if (eytzgpu_join_columns(h, (1u << ncols) - 1, err, sizeof(err)) != EYTZGPU_OK)
 			{
-				fprintf(stderr, "api: join failed: %s\n", err);
+				fprintf(stderr, "api: join columns failed: %s\n", err);
 				exit(1);
 			}
-			check(res, "join");
-			if (r > 0)
-				wall_own.push_back(res.total_ms);
-			/* inputs filled in place (the fill is the caller's work, not timed) */
-			if (eytzgpu_lookup_join_inputs(h, nq, &plo, NULL, &prows, err, sizeof(err)) != EYTZGPU_OK)
+			ref = time_ms([&] {
+				CK(cudaMemcpyAsync(xd, xh, nq * 12, cudaMemcpyHostToDevice));
+				CK(cudaMemcpyAsync(xh, xd, nq * (12 + col_bytes), cudaMemcpyDeviceToHost));
+			});
+			for (int r = 0; r <= reps; r++)
 			{
-				fprintf(stderr, "api: join inputs failed: %s\n", err);
-				exit(1);
-			}
-			memcpy(plo, hq.data(), nq * 8);
-			memcpy(prows, hrows.data(), nq * 4);
-			if (eytzgpu_lookup_join(h, plo, NULL, prows, nq, UINT64_MAX, 0, &res, err, sizeof(err)) != EYTZGPU_OK)
-			{
-				fprintf(stderr, "api: join in place failed: %s\n", err);
-				exit(1);
-			}
-			check(res, "join in place");
-			if (eytzgpu_lookup(h, hq32.data(), NULL, nq, 0, &cres, err, sizeof(err)) != EYTZGPU_OK ||
-				cres.total != nq)
-			{
-				fprintf(stderr, "api: lookup failed: %s\n", err);
-				exit(1);
-			}
-			if (r == 0)
-				continue;
-			wall_in.push_back(res.total_ms);
-			kern.push_back(res.kernel_ms);
-			xfer.push_back(res.transfer_ms);
-			kern_csr.push_back(cres.kernel_ms);
-		}
-		{
-			double		wo = med(wall_own),
-						wi = med(wall_in),
-						k = med(kern),
-						x = med(xfer),
-						kc = med(kern_csr);
-			char		s[400];
+				EytzGpuJoinResult res;
+				EytzGpuResult cres;
+				uint64_t   *plo;
+				uint32_t   *prows;
 
-			emit("api", 32, log2n, "pinned_transfer_ref", (double) nq, ref, ref * 1e6 / nq, nq * 24.0);
-			emit("api", 32, log2n, "join_caller_arrays", (double) nq, wo, wo * 1e6 / nq, 0);
-			emit("api", 32, log2n, "join_inputs_in_place", (double) nq, wi, wi * 1e6 / nq, 0);
-			emit("api", 32, log2n, "join_kernel", (double) nq, k, k * 1e6 / nq, 0);
-			emit("api", 32, log2n, "join_transfer", (double) nq, x, x * 1e6 / nq, 0);
-			emit("api", 32, log2n, "csr_lookup_kernel", (double) nq, kc, kc * 1e6 / nq, 0);
-			snprintf(s, sizeof(s), "api     32-bit n=2^%-2d join: caller arrays %.2f ms (%.2fx), in place %.2f ms "
-					 "(%.2fx) of pinned transfer %.2f ms; kernels %.3f, copies %.3f; CSR lookup kernels %.3f",
-					 log2n, wo, wo / ref, wi, wi / ref, ref, k, x, kc);
-			summary.push_back(s);
+				/* the caller's own arrays */
+				if (eytzgpu_lookup_join(h, hq.data(), NULL, hrows.data(), nq, UINT64_MAX, EYTZGPU_ROWS_ASCENDING,
+										&res, err, sizeof(err)) != EYTZGPU_OK)
+				{
+					fprintf(stderr, "api: join failed: %s\n", err);
+					exit(1);
+				}
+				check(res, "join");
+				if (r > 0)
+					wall_own.push_back(res.total_ms);
+				/* inputs filled in place (the fill is the caller's work, not timed) */
+				if (eytzgpu_lookup_join_inputs(h, nq, &plo, NULL, &prows, err, sizeof(err)) != EYTZGPU_OK)
+				{
+					fprintf(stderr, "api: join inputs failed: %s\n", err);
+					exit(1);
+				}
+				memcpy(plo, hq.data(), nq * 8);
+				memcpy(prows, hrows.data(), nq * 4);
+				if (eytzgpu_lookup_join(h, plo, NULL, prows, nq, UINT64_MAX, 0, &res, err, sizeof(err)) !=
+					EYTZGPU_OK)
+				{
+					fprintf(stderr, "api: join in place failed: %s\n", err);
+					exit(1);
+				}
+				check(res, "join in place, (payload, row) sort");
+				if (r > 0)
+					kern_rowsort.push_back(res.kernel_ms);
+				if (eytzgpu_lookup_join_inputs(h, nq, &plo, NULL, &prows, err, sizeof(err)) != EYTZGPU_OK)
+				{
+					fprintf(stderr, "api: join inputs failed: %s\n", err);
+					exit(1);
+				}
+				memcpy(plo, hq.data(), nq * 8);
+				memcpy(prows, hrows.data(), nq * 4);
+				if (eytzgpu_lookup_join(h, plo, NULL, prows, nq, UINT64_MAX, EYTZGPU_ROWS_ASCENDING, &res, err,
+										sizeof(err)) != EYTZGPU_OK)
+				{
+					fprintf(stderr, "api: join in place failed: %s\n", err);
+					exit(1);
+				}
+				check(res, "join in place");
+				if (ncols == 0 &&
+					(eytzgpu_lookup(h, hq32.data(), NULL, nq, 0, &cres, err, sizeof(err)) != EYTZGPU_OK ||
+					 cres.total != nq))
+				{
+					fprintf(stderr, "api: lookup failed: %s\n", err);
+					exit(1);
+				}
+				if (r == 0)
+					continue;
+				wall_in.push_back(res.total_ms);
+				kern.push_back(res.kernel_ms);
+				xfer.push_back(res.transfer_ms);
+				if (ncols == 0)
+					kern_csr.push_back(cres.kernel_ms);
+			}
+			{
+				double		wo = med(wall_own),
+							wi = med(wall_in),
+							k = med(kern),
+							x = med(xfer),
+							kr = med(kern_rowsort);
+				char		s[400],
+							v[64];
+
+				snprintf(v, sizeof(v), "_cols%d", ncols);
+				emit("api", 32, log2n, (std::string("pinned_transfer_ref") + v).c_str(), (double) nq, ref,
+					 ref * 1e6 / nq, nq * (24.0 + col_bytes));
+				emit("api", 32, log2n, (std::string("join_caller_arrays") + v).c_str(), (double) nq, wo,
+					 wo * 1e6 / nq, 0);
+				emit("api", 32, log2n, (std::string("join_inputs_in_place") + v).c_str(), (double) nq, wi,
+					 wi * 1e6 / nq, 0);
+				emit("api", 32, log2n, (std::string("join_kernel") + v).c_str(), (double) nq, k, k * 1e6 / nq, 0);
+				emit("api", 32, log2n, (std::string("join_transfer") + v).c_str(), (double) nq, x, x * 1e6 / nq, 0);
+				emit("api", 32, log2n, (std::string("join_kernel_row_sort") + v).c_str(), (double) nq, kr,
+					 kr * 1e6 / nq, 0);
+				snprintf(s, sizeof(s), "api     32-bit n=2^%-2d %d cols join: caller arrays %.2f ms (%.2fx), in place "
+						 "%.2f ms (%.2fx) of pinned transfer %.2f ms; kernels %.3f (with the (payload, row) sort "
+						 "%.3f), copies %.3f", log2n, ncols, wo, wo / ref, wi, wi / ref, ref, k, kr, x);
+				summary.push_back(s);
+				if (ncols == 0)
+				{
+					double		kc = med(kern_csr);
+
+					emit("api", 32, log2n, "csr_lookup_kernel", (double) nq, kc, kc * 1e6 / nq, 0);
+					snprintf(s, sizeof(s), "api     32-bit n=2^%-2d CSR lookup kernels %.3f", log2n, kc);
+					summary.push_back(s);
+				}
+			}
 		}
 		eytzgpu_free(h);
 	}
