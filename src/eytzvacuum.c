@@ -22,7 +22,7 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 #define EYTZ_VACUUM_MERGE_DEAD_PCT	20
 
@@ -63,6 +63,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	Buffer		metabuf;
 	uint32		p;
 	int			b;
+	Size		size = eytz_pending_entry_size(eytz_include_count(index));
 
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
@@ -126,7 +127,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, pblocks[b],
 											 RBM_NORMAL, info->strategy);
 		Page		page;
-		EytzPendingEntry *entries;
+		char	   *entries;
 		bool		keep[EYTZ_PENDING_PER_PAGE];
 		int			count,
 					i,
@@ -134,22 +135,24 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		page = BufferGetPage(buf);
-		entries = (EytzPendingEntry *) PageGetContents(page);
+		entries = PageGetContents(page);
 		count = EytzPageGetOpaque(page)->count;
 		for (i = 0; i < count; i++)
-			if ((keep[i] = !callback(&entries[i].tid, callback_state)))
+			if ((keep[i] = !callback(&((EytzPendingEntry *) (entries + i * size))->tid,
+									 callback_state)))
 				out++;
 		if (out < count)
 		{
 			GenericXLogState *state;
 			EytzMetaPage m = start_change(index, &state, buf, &page, metabuf);
 
-			entries = (EytzPendingEntry *) PageGetContents(page);
+			/* entries move with their included values */
+			entries = PageGetContents(page);
 			for (i = 0, out = 0; i < count; i++)
 				if (keep[i])
-					entries[out++] = entries[i];
+					memmove(entries + size * out++, entries + size * i, size);
 			EytzPageGetOpaque(page)->count = out;
-			((PageHeader) page)->pd_lower = (char *) &entries[out] - (char *) page;
+			((PageHeader) page)->pd_lower = entries + size * out - (char *) page;
 			m->npending -= count - out;
 			finish_change(state, metabuf);
 		}
