@@ -16,3 +16,12 @@ CREATE FUNCTION eytzgpu_service_resident(
 	OUT last_used timestamptz)
 	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C;
 COMMENT ON FUNCTION eytzgpu_service_resident() IS 'the index generations resident in the eytzgpu service, most recently used first; for pg_monitor';
+
+-- eytzgpu_info() shows the INCLUDE columns: a new OUT column
+DROP FUNCTION eytzgpu_info(regclass);
+CREATE FUNCTION eytzgpu_info(idx regclass,
+	OUT layout text, OUT fanout int, OUT key_width int, OUT entries bigint,
+	OUT pending bigint, OUT dead bigint, OUT levels int, OUT pages bigint,
+	OUT bytes bigint, OUT generation bigint, OUT include text[])
+	RETURNS record AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
+COMMENT ON FUNCTION eytzgpu_info(regclass) IS 'layout, fan-out, sizes, generation and INCLUDE columns of an eytzgpu index';

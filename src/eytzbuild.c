@@ -15,6 +15,10 @@
  * cursor while the stream goes by, and a page is written once, as soon as
  * all its slots are filled.  Both ways give the same bytes.
  *
+ * Included columns (INCLUDE) are arrays of the region like the TIDs: the
+ * in-memory sort carries each pair's row number, the spilled sort the
+ * values themselves, and the GPU build's slots find their rows by TID.
+ *
  * The whole index is WAL-logged once at the end with log_newpage_range().
  */
 #include "postgres.h"
@@ -29,13 +33,15 @@
 #include "storage/smgr.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 #include "eytzdevice.h"
 
 typedef struct EytzBuildState
 {
 	const EytzKeyType *kt;
+	EytzInclude inc;
 	EytzPairs	pairs;			/* while they fit in maintenance_work_mem */
+	EytzRowValues rows;			/* the included values of the pairs' rows */
 	EytzSpill  *spill;			/* after that, all pairs are here */
 	MemoryContext cxt;			/* the build's memory context */
 } EytzBuildState;
@@ -48,13 +54,10 @@ typedef struct EytzOpenPage
 	PGAlignedBlock page;
 } EytzOpenPage;
 
-/* The key array or the TID array of a layout being written by levels */
+/* One array of a layout (keys, TIDs, an included column) written by levels */
 typedef struct EytzArrayWriter
 {
-	BlockNumber first;			/* the array's first block */
-	uint32		per_page;		/* slots per page */
-	int			width;			/* bytes per slot */
-	uint16		flags;			/* EYTZ_PAGE_KEYS or EYTZ_PAGE_TIDS */
+	EytzRegionArray arr;
 	EytzOpenPage **cur;			/* per level: the page last written */
 
 	/*
@@ -71,8 +74,9 @@ struct EytzLayoutWriter
 	EytzRankWalk walk;			/* the slot of each rank; walk.rank: pairs put */
 	BlockNumber start;
 	BlockNumber end;			/* one past the region's last block */
-	EytzArrayWriter keys;
-	EytzArrayWriter tids;
+	EytzMetaPageData meta;		/* the layout fields */
+	int			narrays;
+	EytzArrayWriter arrays[2 + 2 * EYTZ_MAX_INCLUDE];
 };
 
 /* Walks the slots of a layout in order, yielding each slot's sorted rank */
@@ -135,10 +139,10 @@ layout_buffer(Relation index, BlockNumber blkno)
 	return buf;
 }
 
-/* The layout fields of *meta for n entries in nkeypages + ntidpages from start */
-static void
-set_layout_meta(EytzMetaPageData *meta, uint64 n, int key_width, int fanout,
-				BlockNumber start, uint32 nkeypages, uint32 ntidpages)
+/* The layout fields of *meta for n entries of a region from start */
+void
+eytz_set_layout_meta(EytzMetaPageData *meta, uint64 n, int key_width, int fanout,
+				BlockNumber start)
 {
 	meta->key_width = key_width;
 	meta->fanout = fanout;
@@ -147,96 +151,127 @@ set_layout_meta(EytzMetaPageData *meta, uint64 n, int key_width, int fanout,
 	meta->levels = eytz_shape(n, fanout).levels;
 	meta->keys_per_page = eytz_keys_per_page(key_width, fanout);
 	meta->keys_start = n > 0 ? start : InvalidBlockNumber;
-	meta->nkeypages = nkeypages;
-	meta->tids_start = n > 0 ? start + nkeypages : InvalidBlockNumber;
-	meta->ntidpages = ntidpages;
+	meta->nkeypages = (n + meta->keys_per_page - 1) / meta->keys_per_page;
+	meta->tids_start = n > 0 ? start + meta->nkeypages : InvalidBlockNumber;
+	meta->ntidpages = (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
+}
+
+/*
+ * Slot off of a page's contents gets a key, a packed TID, an included value
+ * (a Datum) or a NULL bit, by the array's type
+ */
+static inline void
+store_slot(char *dst, const EytzRegionArray *arr, uint32 off, uint64 value)
+{
+	switch (arr->flags)
+	{
+		case EYTZ_PAGE_TIDS:
+			eytz_tid_unpack(value, &((ItemPointerData *) dst)[off]);
+			break;
+		case EYTZ_PAGE_NULLS:
+			if (value)
+				dst[off / 8] |= 1 << (off % 8);
+			break;
+		case EYTZ_PAGE_KEYS:
+			if (arr->width == 4)
+				((uint32 *) dst)[off] = (uint32) value;
+			else
+				((uint64 *) dst)[off] = value;
+			break;
+		default:
+			eytz_include_store(dst + (Size) off * arr->width, arr->width,
+							   (Datum) value);
+	}
+}
+
+/* A fresh data page of an array, its entries counted in pd_lower */
+static void
+init_array_page(Page page, const EytzRegionArray *arr, uint64 n, uint32 p)
+{
+	eytz_init_page(page, arr->flags);
+	((PageHeader) page)->pd_lower += eytz_region_array_bytes(arr, n, p);
+}
+
+/* What array a holds for the pair of rank i of sorted (or permuted) pairs */
+static inline uint64
+pair_value(const EytzPairs *pairs, const EytzRowValues *rv, int a, uint64 i)
+{
+	uint64		row;
+	int			c;
+
+	if (a == EYTZ_ARRAY_KEYS)
+		return pairs->keys[i];
+	if (a == EYTZ_ARRAY_TIDS)
+		return pairs->tids[i];
+	row = pairs->rows[i];
+	c = (a - 2) / 2;
+	if (a == EYTZ_ARRAY_NULLS(c))
+		return (rv->nulls[c][row / 8] >> (row % 8)) & 1;
+	return eytz_include_fetch(rv->values[c] + row * rv->inc.width[c],
+							  rv->inc.width[c]);
 }
 
 /*
  * Write the layout of n sorted pairs (or of pairs already in Eytzinger order,
- * if permuted: the GPU build) as key pages then TID pages from block start;
- * fill the layout fields of *meta.  Returns the block after the region.
- * Pages are dirtied in shared buffers; when use_wal, they are WAL-logged
- * before returning.
+ * if permuted: the GPU build, whose rows are then slot by slot too) as the
+ * arrays of a region from block start: keys, TIDs, then the included values
+ * of rv (NULL without INCLUDE); fill the layout fields of *meta.  Returns
+ * the block after the region.  Pages are dirtied in shared buffers; when
+ * use_wal, they are WAL-logged before returning.
  */
 BlockNumber
-eytz_write_layout(Relation index, EytzPairs *pairs, bool permuted,
-				  int key_width, int fanout, BlockNumber start, bool use_wal,
-				  EytzMetaPageData *meta)
+eytz_write_layout(Relation index, EytzPairs *pairs, const EytzRowValues *rv,
+				  bool permuted, int key_width, int fanout, BlockNumber start,
+				  bool use_wal, EytzMetaPageData *meta)
 {
 	uint64		n = pairs->n;
-	int			kpp = eytz_keys_per_page(key_width, fanout);
-	uint32		nkeypages = (n + kpp - 1) / kpp;
-	uint32		ntidpages = (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
-	BlockNumber blkno = start;
-	EytzRankIter it;
-	uint64		t = 0;
-	uint32		p;
+	EytzInclude inc;
+	BlockNumber end;
+	int			a;
 
-	rank_iter_init(&it, n, fanout);
-	for (p = 0; p < nkeypages; p++)
+	eytz_include_get(index, &inc);
+	eytz_set_layout_meta(meta, n, key_width, fanout, start);
+	end = start + eytz_region_npages(meta, &inc);
+	for (a = 0; a < eytz_region_narrays(&inc); a++)
 	{
-		Buffer		buf = layout_buffer(index, blkno++);
-		Page		page = BufferGetPage(buf);
-		char	   *dst = PageGetContents(page);
-		uint64		end = Min(n, t + kpp);
-		uint64		first = t;
+		EytzRegionArray arr;
+		EytzRankIter it;
+		uint64		t = 0;
+		uint32		p;
 
-		eytz_init_page(page, EYTZ_PAGE_KEYS);
-		for (; t < end; t++)
+		eytz_region_array(meta, &inc, a, &arr);
+		rank_iter_init(&it, n, fanout);
+		for (p = 0; p < arr.npages; p++)
 		{
-			uint64		key = pairs->keys[permuted ? t : rank_iter_rank(&it, t)];
+			Buffer		buf = layout_buffer(index, arr.start + p);
+			Page		page = BufferGetPage(buf);
+			char	   *dst = PageGetContents(page);
+			uint64		first = t;
+			uint64		last = Min(n, t + arr.per_page);
 
-			if (key_width == 4)
-				((uint32 *) dst)[t - first] = (uint32) key;
-			else
-				((uint64 *) dst)[t - first] = key;
+			init_array_page(page, &arr, n, p);
+			for (; t < last; t++)
+				store_slot(dst, &arr, t - first,
+						   pair_value(pairs, rv, a, permuted ? t : rank_iter_rank(&it, t)));
+			MarkBufferDirty(buf);
+			UnlockReleaseBuffer(buf);
+			if (a == EYTZ_ARRAY_TIDS && p % 64 == 0)
+				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, t);
+			CHECK_FOR_INTERRUPTS();
 		}
-		((PageHeader) page)->pd_lower += (end - first) * key_width;
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
 	}
 
-	t = 0;
-	rank_iter_init(&it, n, fanout);
-	for (p = 0; p < ntidpages; p++)
-	{
-		Buffer		buf = layout_buffer(index, blkno++);
-		Page		page = BufferGetPage(buf);
-		ItemPointerData *dst = (ItemPointerData *) PageGetContents(page);
-		uint64		end = Min(n, t + EYTZ_TIDS_PER_PAGE);
-		uint64		first = t;
-
-		eytz_init_page(page, EYTZ_PAGE_TIDS);
-		for (; t < end; t++)
-			eytz_tid_unpack(pairs->tids[permuted ? t : rank_iter_rank(&it, t)],
-							&dst[t - first]);
-		((PageHeader) page)->pd_lower += (end - first) * sizeof(ItemPointerData);
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-		if (p % 64 == 0)
-			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, t);
-		CHECK_FOR_INTERRUPTS();
-	}
-
-	if (use_wal && blkno > start)
-		log_newpage_range(index, MAIN_FORKNUM, start, blkno, true);
-
-	set_layout_meta(meta, n, key_width, fanout, start, nkeypages, ntidpages);
-	return blkno;
+	if (use_wal && end > start)
+		log_newpage_range(index, MAIN_FORKNUM, start, end, true);
+	return end;
 }
 
 static void
-array_writer_init(EytzArrayWriter *aw, BlockNumber first, uint32 per_page,
-				  int width, uint16 flags, uint32 levels)
+array_writer_init(EytzArrayWriter *aw, const EytzRegionArray *arr, uint32 levels)
 {
 	int			i;
 
-	aw->first = first;
-	aw->per_page = per_page;
-	aw->width = width;
-	aw->flags = flags;
+	aw->arr = *arr;
 	aw->cur = palloc0(sizeof(EytzOpenPage *) * Max(levels, 1));
 	aw->nopen = 2 * levels;
 	aw->open = palloc(sizeof(EytzOpenPage) * Max(aw->nopen, 1));
@@ -248,7 +283,8 @@ array_writer_init(EytzArrayWriter *aw, BlockNumber first, uint32 per_page,
 static EytzOpenPage *
 array_writer_page(EytzArrayWriter *aw, uint64 n, uint64 t)
 {
-	BlockNumber blkno = aw->first + t / aw->per_page;
+	uint32		p = t / aw->arr.per_page;
+	BlockNumber blkno = aw->arr.start + p;
 	EytzOpenPage *free_page = NULL;
 	EytzOpenPage *op;
 	uint64		first_slot;
@@ -265,31 +301,23 @@ array_writer_page(EytzArrayWriter *aw, uint64 n, uint64 t)
 		elog(ERROR, "too many open pages while writing an eytzgpu layout");
 	op = free_page;
 	op->blkno = blkno;
-	first_slot = t - t % aw->per_page;
-	op->unfilled = Min((uint64) aw->per_page, n - first_slot);
-	eytz_init_page(op->page.data, aw->flags);
-	((PageHeader) op->page.data)->pd_lower += op->unfilled * aw->width;
+	first_slot = (uint64) p * aw->arr.per_page;
+	op->unfilled = Min(aw->arr.per_page, n - first_slot);
+	init_array_page(op->page.data, &aw->arr, n, p);
 	return op;
 }
 
-/* Slot t of the array, on level l, gets a key or a packed TID */
+/* Slot t of the array, on level l, gets its value (see store_slot()) */
 static void
 array_writer_put(EytzLayoutWriter *w, EytzArrayWriter *aw, uint32 l,
 				 uint64 t, uint64 value)
 {
 	EytzOpenPage *op = aw->cur[l];
-	char	   *dst;
-	uint32		off = t % aw->per_page;
 
-	if (op == NULL || op->blkno != aw->first + t / aw->per_page)
+	if (op == NULL || op->blkno != aw->arr.start + t / aw->arr.per_page)
 		op = aw->cur[l] = array_writer_page(aw, w->walk.shape.n, t);
-	dst = PageGetContents(op->page.data);
-	if (aw->flags == EYTZ_PAGE_TIDS)
-		eytz_tid_unpack(value, &((ItemPointerData *) dst)[off]);
-	else if (aw->width == 4)
-		((uint32 *) dst)[off] = (uint32) value;
-	else
-		((uint64 *) dst)[off] = value;
+	store_slot(PageGetContents(op->page.data), &aw->arr, t % aw->arr.per_page,
+			   value);
 
 	/* the last slot filled: write the page, once */
 	if (--op->unfilled == 0)
@@ -304,26 +332,31 @@ array_writer_put(EytzLayoutWriter *w, EytzArrayWriter *aw, uint32 l,
 }
 
 /*
- * Start writing the layout of n pairs, which will arrive in (key, TID) order,
- * as key pages then TID pages from block start.
+ * Start writing the layout of n pairs, which will arrive in (key, TID) order
+ * with their included values, as the arrays of a region from block start.
  */
 EytzLayoutWriter *
 eytz_layout_writer_begin(Relation index, uint64 n, int key_width, int fanout,
 						 BlockNumber start)
 {
 	EytzLayoutWriter *w = palloc0(sizeof(EytzLayoutWriter));
-	int			kpp = eytz_keys_per_page(key_width, fanout);
-	uint32		nkeypages = (n + kpp - 1) / kpp;
-	uint32		ntidpages = (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
+	EytzInclude inc;
+	int			a;
 
+	eytz_include_get(index, &inc);
 	w->index = index;
 	eytz_rank_walk_init(&w->walk, n, fanout);
 	w->start = start;
-	w->end = start + nkeypages + ntidpages;
-	array_writer_init(&w->keys, start, kpp, key_width, EYTZ_PAGE_KEYS,
-					  w->walk.shape.levels);
-	array_writer_init(&w->tids, start + nkeypages, EYTZ_TIDS_PER_PAGE,
-					  sizeof(ItemPointerData), EYTZ_PAGE_TIDS, w->walk.shape.levels);
+	eytz_set_layout_meta(&w->meta, n, key_width, fanout, start);
+	w->end = start + eytz_region_npages(&w->meta, &inc);
+	w->narrays = eytz_region_narrays(&inc);
+	for (a = 0; a < w->narrays; a++)
+	{
+		EytzRegionArray arr;
+
+		eytz_region_array(&w->meta, &inc, a, &arr);
+		array_writer_init(&w->arrays[a], &arr, w->walk.shape.levels);
+	}
 	return w;
 }
 
@@ -386,15 +419,26 @@ eytz_rank_walk_next(EytzRankWalk *walk, uint32 *level)
 	return t;
 }
 
-/* The pair of the next rank goes to the next slot of its level */
+/*
+ * The pair of the next rank, with its included values (unused without
+ * INCLUDE), goes to the next slot of its level
+ */
 void
-eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key, uint64 packed_tid)
+eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key, uint64 packed_tid,
+					   const Datum *values, const bool *isnull)
 {
 	uint32		l;
 	uint64		t = eytz_rank_walk_next(&w->walk, &l);
+	int			c;
 
-	array_writer_put(w, &w->keys, l, t, key);
-	array_writer_put(w, &w->tids, l, t, packed_tid);
+	array_writer_put(w, &w->arrays[EYTZ_ARRAY_KEYS], l, t, key);
+	array_writer_put(w, &w->arrays[EYTZ_ARRAY_TIDS], l, t, packed_tid);
+	for (c = 0; 2 + 2 * c < w->narrays; c++)
+	{
+		array_writer_put(w, &w->arrays[EYTZ_ARRAY_VALUES(c)], l, t,
+						 isnull[c] ? (Datum) 0 : values[c]);
+		array_writer_put(w, &w->arrays[EYTZ_ARRAY_NULLS(c)], l, t, isnull[c]);
+	}
 	if ((w->walk.rank & 0xFFFF) == 0)
 	{
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, w->walk.rank);
@@ -410,20 +454,20 @@ BlockNumber
 eytz_layout_writer_finish(EytzLayoutWriter *w, bool use_wal,
 						  EytzMetaPageData *meta)
 {
-	int			i;
-
 	if (w->walk.rank != w->walk.shape.n)
 		elog(ERROR, "eytzgpu layout writer got " UINT64_FORMAT " of " UINT64_FORMAT " entries",
 			 w->walk.rank, w->walk.shape.n);
-	for (i = 0; i < w->keys.nopen; i++)
-		Assert(w->keys.open[i].blkno == InvalidBlockNumber &&
-			   w->tids.open[i].blkno == InvalidBlockNumber);
+#ifdef USE_ASSERT_CHECKING
+	for (int a = 0; a < w->narrays; a++)
+		for (int i = 0; i < w->arrays[a].nopen; i++)
+			Assert(w->arrays[a].open[i].blkno == InvalidBlockNumber);
+#endif
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, w->walk.rank);
 
 	if (use_wal && w->end > w->start)
 		log_newpage_range(w->index, MAIN_FORKNUM, w->start, w->end, true);
-	set_layout_meta(meta, w->walk.shape.n, w->keys.width, w->walk.shape.k, w->start,
-					w->tids.first - w->start, w->end - w->tids.first);
+	eytz_set_layout_meta(meta, w->walk.shape.n, w->meta.key_width, w->walk.shape.k,
+					w->start);
 	return w->end;
 }
 
@@ -443,14 +487,52 @@ eytz_build_callback(Relation index, ItemPointer tid, Datum *values,
 		/* no more room to sort in memory: from now on, tuplesort sorts */
 		MemoryContext old = MemoryContextSwitchTo(bs->cxt);
 
-		bs->spill = eytz_spill_begin(maintenance_work_mem);
-		eytz_spill_take(bs->spill, &bs->pairs);
+		bs->spill = eytz_spill_begin(maintenance_work_mem, &bs->inc);
+		eytz_spill_take(bs->spill, &bs->pairs, &bs->rows);
+		if (bs->inc.ncols > 0)
+			eytz_rows_free(&bs->rows);
 		MemoryContextSwitchTo(old);
 	}
 	if (bs->spill)
-		eytz_spill_add(bs->spill, key, tid);
+		eytz_spill_add(bs->spill, key, tid, values + 1, isnull + 1);
 	else
+	{
 		eytz_pairs_add(&bs->pairs, key, tid);
+		if (bs->inc.ncols > 0)
+			eytz_rows_add(&bs->rows, values + 1, isnull + 1);
+	}
+}
+
+/*
+ * After the GPU build, the rows of the pairs in slot order: each slot's TID
+ * is looked up in the TIDs as they were before the build (ascending: the
+ * GPU build takes only those, and a build indexes a TID once).
+ */
+static void
+rows_by_tid(EytzPairs *pairs, const uint64 *input_tids)
+{
+	uint64		i;
+
+	for (i = 0; i < pairs->n; i++)
+	{
+		uint64		lo = 0,
+					hi = pairs->n;
+
+		while (lo < hi)
+		{
+			uint64		mid = lo + (hi - lo) / 2;
+
+			if (input_tids[mid] < pairs->tids[i])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == pairs->n || input_tids[lo] != pairs->tids[i])
+			elog(ERROR, "GPU build of an eytzgpu index returned a TID it was not given");
+		pairs->rows[i] = lo;
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
 }
 
 IndexBuildResult *
@@ -473,13 +555,23 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			 RelationGetRelationName(index));
 
 	bs.kt = eytz_index_key_type(index);
+	eytz_include_get(index, &bs.inc);
 	bs.spill = NULL;
 	bs.cxt = CurrentMemoryContext;
 	eytz_pairs_init(&bs.pairs, (Size) maintenance_work_mem * 1024);
+	if (bs.inc.ncols > 0)
+	{
+		eytz_pairs_with_rows(&bs.pairs, eytz_include_row_bytes(&bs.inc));
+		eytz_rows_init(&bs.rows, &bs.inc);
+	}
 	/* a table known to be too big for the in-memory sort spills at once */
 	if (heap->rd_rel->reltuples > 0 &&
 		!eytz_pairs_would_fit(&bs.pairs, heap->rd_rel->reltuples))
-		bs.spill = eytz_spill_begin(maintenance_work_mem);
+	{
+		bs.spill = eytz_spill_begin(maintenance_work_mem, &bs.inc);
+		if (bs.inc.ncols > 0)
+			eytz_rows_free(&bs.rows);
+	}
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, EYTZ_PHASE_LOAD);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
@@ -496,8 +588,20 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	else
 	{
+		uint64	   *input_tids = NULL;
+
 		/* sort and permute on the GPU when there is one (same bytes, stays resident) */
+		if (bs.inc.ncols > 0 && eytz_device_available(NULL))
+		{
+			input_tids = MemoryContextAllocHuge(CurrentMemoryContext,
+												sizeof(uint64) * n);
+			memcpy(input_tids, bs.pairs.tids, sizeof(uint64) * n);
+		}
 		gpu_built = eytz_device_build(&bs.pairs, bs.kt->width, fanout, index, 1);
+		if (gpu_built && bs.inc.ncols > 0)
+			rows_by_tid(&bs.pairs, input_tids);
+		if (input_tids)
+			pfree(input_tids);
 		if (!gpu_built)
 			eytz_pairs_sort(&bs.pairs);
 	}
@@ -526,17 +630,20 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		EytzLayoutWriter *writer;
 		uint64		key,
 					tid;
+		Datum		values[EYTZ_MAX_INCLUDE];
+		bool		isnull[EYTZ_MAX_INCLUDE];
 
 		writer = eytz_layout_writer_begin(index, n, bs.kt->width, fanout,
 										  EYTZ_METAPAGE_BLKNO + 1);
-		while (eytz_spill_next(bs.spill, &key, &tid))
-			eytz_layout_writer_put(writer, key, tid);
+		while (eytz_spill_next(bs.spill, &key, &tid, values, isnull))
+			eytz_layout_writer_put(writer, key, tid, values, isnull);
 		end = eytz_layout_writer_finish(writer, false, &meta);
 		eytz_spill_end(bs.spill);
 	}
 	else
-		end = eytz_write_layout(index, &bs.pairs, gpu_built, bs.kt->width,
-								fanout, EYTZ_METAPAGE_BLKNO + 1, false, &meta);
+		end = eytz_write_layout(index, &bs.pairs, &bs.rows, gpu_built,
+								bs.kt->width, fanout, EYTZ_METAPAGE_BLKNO + 1,
+								false, &meta);
 	meta.generation = 1;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -551,6 +658,8 @@ eytz_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	result->heap_tuples = reltuples;
 	result->index_tuples = n;
 	eytz_pairs_free(&bs.pairs);
+	if (bs.inc.ncols > 0 && bs.spill == NULL)
+		eytz_rows_free(&bs.rows);
 	return result;
 }
 
@@ -562,7 +671,10 @@ eytz_buildempty(Relation index)
 	Page		metapage;
 	int			fanout,
 				pending_limit;
+	EytzInclude inc;
 
+	/* an unsupported INCLUDE column is refused here too */
+	eytz_include_get(index, &inc);
 	eytz_choose_layout(index, 0, kt->width, &fanout, &pending_limit);
 	metapage = (Page) palloc(BLCKSZ);
 	eytz_init_metapage(metapage, kt->width, fanout, pending_limit);

@@ -100,7 +100,7 @@ eytzgpu_handler(PG_FUNCTION_ARGS)
 	amroutine->amclusterable = false;
 	amroutine->ampredlocks = false;
 	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
+	amroutine->amcaninclude = true;
 	amroutine->amusemaintenanceworkmem = true;
 	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
 	amroutine->amkeytype = InvalidOid;
@@ -110,7 +110,7 @@ eytzgpu_handler(PG_FUNCTION_ARGS)
 	amroutine->aminsert = eytz_insert;
 	amroutine->ambulkdelete = eytz_bulkdelete;
 	amroutine->amvacuumcleanup = eytz_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
+	amroutine->amcanreturn = eytz_canreturn;
 	amroutine->amcostestimate = eytz_costestimate;
 	amroutine->amoptions = eytz_options;
 	amroutine->amproperty = NULL;

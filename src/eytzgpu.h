@@ -11,6 +11,9 @@
  *	  keys); the TID pages give the matching ItemPointerData array.  A key
  *	  page holds a multiple of (k - 1) keys so no node straddles two pages.
  *	  Deleted entries keep their key and get an invalid TID (a tombstone).
+ *	  An index with INCLUDE columns has, after the TID pages, for each
+ *	  included column its value pages (the values' by-value bytes in slot
+ *	  order) and then its NULL bitmap pages (src/eytzinclude.h).
  *	- pending pages: a linked list of unsorted (key, TID) entries inserted
  *	  since the last build or merge; every scan searches them too.
  *	- retired pages: the region and pending list of an older generation,
@@ -39,6 +42,15 @@
 #define EYTZ_MAGIC			0x45595447	/* "EYTG" */
 #define EYTZ_VERSION		1
 #define EYTZ_METAPAGE_BLKNO 0
+
+/*
+ * Heavyweight page locks on the index: the one on the metapage's block is
+ * the merge lock (merges, VACUUM exclusive; inserts, verify share); the one
+ * on this block number (only a lock tag: no page is read for it) keeps
+ * ambulkdelete out while an index-only scan holds TIDs it returned but the
+ * executor may not have checked against the visibility map (eytzscan.c).
+ */
+#define EYTZ_IOS_LOCK_BLKNO 1
 #define EYTZ_PAGE_ID		0xFE77
 
 /* page types (EytzPageOpaqueData.flags) */
@@ -47,6 +59,11 @@
 #define EYTZ_PAGE_TIDS		3
 #define EYTZ_PAGE_PENDING	4
 #define EYTZ_PAGE_FREE		5
+#define EYTZ_PAGE_INCLUDE	6
+#define EYTZ_PAGE_NULLS		7
+
+/* at most this many INCLUDE columns */
+#define EYTZ_MAX_INCLUDE	16
 
 /* layouts (reloption values and metapage) */
 #define EYTZ_LAYOUT_AUTO	0
@@ -82,7 +99,11 @@ typedef EytzPageOpaqueData *EytzPageOpaque;
 #define EYTZ_PAGE_CAPACITY \
 	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(EytzPageOpaqueData)))
 
-/* a pending entry: key (always 8 bytes here) and TID */
+/*
+ * a pending entry: key (always 8 bytes here) and TID; on the pages of an
+ * index with INCLUDE columns each is followed by the included values
+ * (eytz_pending_entry_size())
+ */
 typedef struct EytzPendingEntry
 {
 	uint64		key;
@@ -125,6 +146,14 @@ typedef struct EytzMetaPageData
 } EytzMetaPageData;
 
 typedef EytzMetaPageData *EytzMetaPage;
+
+/* The INCLUDE columns of an index, from its tuple descriptor */
+typedef struct EytzInclude
+{
+	int			ncols;			/* m, 0 when the index has no INCLUDE */
+	int16		width[EYTZ_MAX_INCLUDE];	/* 1, 2, 4 or 8 */
+	Oid			typid[EYTZ_MAX_INCLUDE];
+} EytzInclude;
 
 /* The layout of a metapage: EBS is the fan-out 2, EKS any other */
 static inline int
@@ -176,6 +205,7 @@ typedef struct EytzKeyType
 	uint64		dom_max;
 	uint64		(*encode) (Datum value);
 	Datum		(*decode) (uint64 key);
+	bool		exact;			/* decode(encode(v)) is v (floats: not -0) */
 } EytzKeyType;
 
 /* A closed interval of encoded keys */
@@ -185,15 +215,23 @@ typedef struct EytzRange
 	uint64		hi;
 } EytzRange;
 
-/* Sortable (key, TID) pairs: the TID packed with eytz_pack_tid() */
+/*
+ * Sortable (key, TID) pairs: the TID packed with eytz_pack_tid(); with rows,
+ * each pair's row number (the order pairs were added in) moves with it
+ */
 typedef struct EytzPairs
 {
 	uint64	   *keys;
 	uint64	   *tids;
+	uint64	   *rows;			/* NULL unless eytz_pairs_with_rows() */
 	uint64		n;
 	uint64		cap;
 	Size		mem_limit;		/* bytes, 0 for none */
+	Size		extra_bytes;	/* per pair, for rows and their values */
 } EytzPairs;
+
+/* Included values by row number (eytzinclude.h) */
+typedef struct EytzRowValues EytzRowValues;
 
 /* (key, TID) pairs sorted by tuplesort, for builds beyond maintenance_work_mem */
 typedef struct EytzSpill EytzSpill;
@@ -246,7 +284,8 @@ extern void eytz_read_meta(Relation index, EytzMetaPageData *meta);
 extern void eytz_check_page(Relation index, const EytzMetaPageData *meta,
 							Page page, BlockNumber blkno, uint16 flags,
 							Size bytes);
-extern bool eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno);
+extern bool eytz_block_in_region(const EytzMetaPageData *meta,
+								 const EytzInclude *inc, BlockNumber blkno);
 extern bool eytz_block_retired_region(Page metapage, BlockNumber blkno);
 extern Buffer eytz_new_buffer(Relation index, Page metapage);
 
@@ -262,6 +301,14 @@ typedef struct EytzRegionReader
 	Buffer		tidbuf;
 	uint32		tidpage;
 	const ItemPointerData *tids;
+	EytzInclude inc;
+	/* per included column: its value page and NULL page, as keybuf */
+	Buffer		valbuf[EYTZ_MAX_INCLUDE];
+	uint32		valpage[EYTZ_MAX_INCLUDE];
+	const char *vals[EYTZ_MAX_INCLUDE];
+	Buffer		nullbuf[EYTZ_MAX_INCLUDE];
+	uint32		nullpage[EYTZ_MAX_INCLUDE];
+	const uint8 *nulls[EYTZ_MAX_INCLUDE];
 } EytzRegionReader;
 
 extern void eytz_region_begin(EytzRegionReader *r, Relation index,
@@ -274,7 +321,7 @@ extern void eytz_region_load(Relation index, const EytzMetaPageData *meta,
 							 BufferAccessStrategy strategy, void *keys,
 							 uint64 *tids);
 extern void eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
-									EytzPairs *pairs);
+									EytzPairs *pairs, EytzRowValues *rv);
 
 /*
  * A generation's live entries in (key, TID) order, streamed: per level a
@@ -286,10 +333,15 @@ typedef struct EytzSortedReader
 	Relation	index;
 	EytzMetaPageData meta;
 	EytzRankWalk walk;
-	uint32	   *keypage;		/* per level: the page in keys, or UINT32_MAX */
-	uint32	   *tidpage;
-	char	   *keys;			/* per level: EYTZ_PAGE_CAPACITY bytes */
-	char	   *tids;
+	EytzInclude inc;
+	int			narrays;		/* of the region: keys, TIDs, 2 per column */
+	int			nlevels;
+	/* [array * nlevels + level]: the page copied, or UINT32_MAX */
+	uint32	   *held;
+	/* [array * nlevels + level]: EYTZ_PAGE_CAPACITY bytes each */
+	char	   *copies;
+	uint64		slot;			/* of the entry last returned */
+	uint32		level;
 	uint64		dead;			/* tombstones passed */
 	uint64		last_key;
 	uint64		last_live;		/* TID of the last live entry of last_key */
@@ -309,6 +361,7 @@ typedef struct EytzPendingReader
 	BlockNumber next;			/* next page to read, or InvalidBlockNumber */
 	BlockNumber nblocks;		/* file size seen, bounds the walk */
 	BlockNumber steps;
+	int			ncols;			/* included columns: the entries' width */
 } EytzPendingReader;
 
 extern void eytz_pending_begin(EytzPendingReader *pr, Relation index,
@@ -330,17 +383,21 @@ extern bool scalar_range(Relation index, const EytzKeyType *kt,
 
 /* eytzsort.c */
 extern void eytz_pairs_init(EytzPairs *pairs, Size mem_limit);
+extern void eytz_pairs_with_rows(EytzPairs *pairs, Size row_bytes);
 extern bool eytz_pairs_full(const EytzPairs *pairs);
 extern bool eytz_pairs_would_fit(const EytzPairs *pairs, double ntuples);
 extern void eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid);
 extern void eytz_pairs_sort(EytzPairs *pairs);
 extern void eytz_pairs_free(EytzPairs *pairs);
-extern EytzSpill *eytz_spill_begin(int work_mem);
-extern void eytz_spill_add(EytzSpill *spill, uint64 key, ItemPointer tid);
-extern void eytz_spill_take(EytzSpill *spill, EytzPairs *pairs);
+extern EytzSpill *eytz_spill_begin(int work_mem, const EytzInclude *inc);
+extern void eytz_spill_add(EytzSpill *spill, uint64 key, ItemPointer tid,
+						   const Datum *values, const bool *isnull);
+extern void eytz_spill_take(EytzSpill *spill, EytzPairs *pairs,
+							const EytzRowValues *rv);
 extern uint64 eytz_spill_count(const EytzSpill *spill);
 extern void eytz_spill_sort(EytzSpill *spill);
-extern bool eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid);
+extern bool eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid,
+							Datum *values, bool *isnull);
 extern void eytz_spill_end(EytzSpill *spill);
 
 /* eytzbuild.c */
@@ -348,14 +405,18 @@ extern IndexBuildResult *eytz_build(Relation heap, Relation index,
 									IndexInfo *indexInfo);
 extern void eytz_buildempty(Relation index);
 extern BlockNumber eytz_write_layout(Relation index, EytzPairs *pairs,
-									 bool permuted, int key_width, int fanout,
+									 const EytzRowValues *rv, bool permuted,
+									 int key_width, int fanout,
 									 BlockNumber start, bool use_wal,
 									 EytzMetaPageData *meta);
+extern void eytz_set_layout_meta(EytzMetaPageData *meta, uint64 n, int key_width,
+								 int fanout, BlockNumber start);
 extern EytzLayoutWriter *eytz_layout_writer_begin(Relation index, uint64 n,
 												  int key_width, int fanout,
 												  BlockNumber start);
 extern void eytz_layout_writer_put(EytzLayoutWriter *w, uint64 key,
-								   uint64 packed_tid);
+								   uint64 packed_tid, const Datum *values,
+								   const bool *isnull);
 extern BlockNumber eytz_layout_writer_finish(EytzLayoutWriter *w, bool use_wal,
 											 EytzMetaPageData *meta);
 extern void eytz_rank_walk_init(EytzRankWalk *walk, uint64 n, uint32 k);
@@ -390,11 +451,16 @@ extern void eytz_cursor_begin(EytzRangeCursor *c, Relation index,
 							  const EytzMetaPageData *meta);
 extern void eytz_cursor_start(EytzRangeCursor *c, uint64 lo, uint64 hi);
 extern int	eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max);
+extern int	eytz_cursor_next_slots(EytzRangeCursor *c, ItemPointerData *tids,
+								   uint64 *slots, int max);
 
 typedef struct EytzSearch EytzSearch;
 extern EytzSearch *eytz_search_begin(Relation index, const EytzRange *ranges,
 									 int nranges);
 extern int	eytz_search_next(EytzSearch *s, ItemPointerData *tids, int max);
+extern int	eytz_search_next_values(EytzSearch *s, ItemPointerData *tids,
+									uint64 *keys, Datum *values, bool *isnull,
+									int max);
 extern void eytz_search_end(EytzSearch *s);
 
 /* eytzscan.c */
@@ -402,6 +468,7 @@ extern IndexScanDesc eytz_beginscan(Relation r, int nkeys, int norderbys);
 extern void eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 						ScanKey orderbys, int norderbys);
 extern bool eytz_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern bool eytz_canreturn(Relation index, int attno);
 extern int64 eytz_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void eytz_endscan(IndexScanDesc scan);
 
@@ -410,7 +477,8 @@ extern bool eytz_insert(Relation index, Datum *values, bool *isnull,
 						ItemPointer ht_ctid, Relation heapRel,
 						IndexUniqueCheck checkUnique, bool indexUnchanged,
 						IndexInfo *indexInfo);
-extern bool eytz_pending_append(Relation index, uint64 key, ItemPointer tid);
+extern bool eytz_pending_append(Relation index, uint64 key, ItemPointer tid,
+								const Datum *values, const bool *isnull);
 
 /* eytzmerge.c */
 extern bool eytz_merge(Relation index, bool wait, int own_opens,

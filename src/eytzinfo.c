@@ -3,10 +3,12 @@
  *		SQL functions eytzgpu_info() and eytzgpu_verify().
  *
  * eytzgpu_verify() is the amcheck of eytzgpu: through the page layer it
- * re-derives every property the search relies on (eytzpage.c), checks that
- * every TID points into the table, and with heapallindexed that every live
- * heap tuple has its entry (as amcheck's bt_index_check(index, true)); it
- * raises ERRCODE_INDEX_CORRUPTED naming the first violation.
+ * re-derives every property the search relies on (eytzpage.c),  * checks that
+ * every TID points into the table and every NULL included value is stored
+ * as zeros, and with heapallindexed that every live heap tuple has its
+ * entry, with the heap's included values (as amcheck's
+ * bt_index_check(index, true)); it raises ERRCODE_INDEX_CORRUPTED naming
+ * the first violation.
  *
  * Both functions reveal what the table holds, so they require SELECT on the
  * table (or pg_monitor), checked before anything is locked.  verify holds
@@ -22,18 +24,20 @@
 #include "catalog/index.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type_d.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 PG_FUNCTION_INFO_V1(eytzgpu_info);
 PG_FUNCTION_INFO_V1(eytzgpu_verify);
@@ -78,9 +82,12 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	Relation	index;
 	EytzMetaPageData meta;
 	TupleDesc	tupdesc;
-	Datum		values[10];
-	bool		nulls[10] = {false};
+	Datum		values[11];
+	bool		nulls[11] = {false};
 	BlockNumber nblocks;
+	Datum		names[EYTZ_MAX_INCLUDE];
+	int			ncols;
+	int			c;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -88,6 +95,10 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock);
 	eytz_read_meta(index, &meta);
 	nblocks = RelationGetNumberOfBlocks(index);
+	ncols = eytz_include_count(index);
+	for (c = 0; c < ncols && c < EYTZ_MAX_INCLUDE; c++)
+		names[c] = CStringGetTextDatum(NameStr(TupleDescAttr(RelationGetDescr(index),
+															 1 + c)->attname));
 	relation_close(index, AccessShareLock);
 
 	values[0] = CStringGetTextDatum(eytz_layout_name(eytz_meta_layout(&meta)));
@@ -100,6 +111,9 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum((int64) nblocks);
 	values[8] = Int64GetDatum((int64) nblocks * BLCKSZ);
 	values[9] = Int64GetDatum((int64) meta.generation);
+	/* the INCLUDE columns (a 0.1.0 definition of the function has no such column) */
+	values[10] = PointerGetDatum(construct_array(names, c, TEXTOID, -1, false,
+												 TYPALIGN_INT));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -109,11 +123,13 @@ typedef struct HeapCheckState
 	Relation	index;
 	const EytzKeyType *kt;
 	EytzPairs  *entries;
+	const EytzRowValues *rv;	/* the entries' included values, by row */
 	int64		tuples;
 } HeapCheckState;
 
-static bool
-entry_present(const EytzPairs *p, uint64 key, uint64 tid)
+/* The position of (key, TID) in the sorted pairs, or -1 */
+static int64
+entry_find(const EytzPairs *p, uint64 key, uint64 tid)
 {
 	uint64		lo = 0,
 				hi = p->n;
@@ -127,7 +143,36 @@ entry_present(const EytzPairs *p, uint64 key, uint64 tid)
 		else
 			hi = mid;
 	}
-	return lo < p->n && p->keys[lo] == key && p->tids[lo] == tid;
+	return lo < p->n && p->keys[lo] == key && p->tids[lo] == tid ? (int64) lo : -1;
+}
+
+/* The first included column whose value in the index differs from the heap's, or -1 */
+static int
+include_differs(const EytzRowValues *rv, uint64 row, const Datum *values,
+				const bool *isnull)
+{
+	Datum		stored[EYTZ_MAX_INCLUDE];
+	bool		stored_null[EYTZ_MAX_INCLUDE];
+	int			c;
+
+	eytz_rows_get(rv, row, stored, stored_null);
+	for (c = 0; c < rv->inc.ncols; c++)
+	{
+		int			w = rv->inc.width[c];
+		char		a[8] = {0},
+					b[8] = {0};
+
+		if (stored_null[c] != isnull[c])
+			return c;
+		if (isnull[c])
+			continue;
+		/* the bytes: -0.0 is not 0.0 for an index-only scan */
+		eytz_include_store(a, w, stored[c]);
+		eytz_include_store(b, w, values[c]);
+		if (memcmp(a, b, w) != 0)
+			return c;
+	}
+	return -1;
 }
 
 static void
@@ -135,16 +180,29 @@ heap_tuple_check(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 				 bool tupleIsAlive, void *arg)
 {
 	HeapCheckState *hs = (HeapCheckState *) arg;
+	int64		pos;
+	int			c;
 
 	/* NULLs are not indexed */
 	if (isnull[0])
 		return;
 	hs->tuples++;
-	if (!entry_present(hs->entries, hs->kt->encode(values[0]), eytz_tid_pack(tid)))
+	pos = entry_find(hs->entries, hs->kt->encode(values[0]), eytz_tid_pack(tid));
+	if (pos < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("eytzgpu index \"%s\" lacks an entry for heap tuple (%u,%u)",
 						RelationGetRelationName(hs->index),
+						ItemPointerGetBlockNumber(tid),
+						ItemPointerGetOffsetNumber(tid)),
+				 errhint("REINDEX the index.")));
+	if (hs->rv->inc.ncols > 0 &&
+		(c = include_differs(hs->rv, hs->entries->rows[pos], values + 1, isnull + 1)) >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("eytzgpu index \"%s\" holds another value of INCLUDE column \"%s\" than heap tuple (%u,%u)",
+						RelationGetRelationName(hs->index),
+						NameStr(TupleDescAttr(RelationGetDescr(index), 1 + c)->attname),
 						ItemPointerGetBlockNumber(tid),
 						ItemPointerGetOffsetNumber(tid)),
 				 errhint("REINDEX the index.")));
@@ -155,7 +213,7 @@ heap_tuple_check(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 /* Probe the sorted entries with every heap tuple the snapshot sees */
 static void
 check_heap_all_indexed(Relation heap, Relation index, Snapshot snapshot,
-					   EytzPairs *entries)
+					   EytzPairs *entries, const EytzRowValues *rv)
 {
 	HeapCheckState hs;
 	IndexInfo  *indexInfo = BuildIndexInfo(index);
@@ -170,6 +228,7 @@ check_heap_all_indexed(Relation heap, Relation index, Snapshot snapshot,
 	hs.index = index;
 	hs.kt = eytz_index_key_type(index);
 	hs.entries = entries;
+	hs.rv = rv;
 	hs.tuples = 0;
 	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
 	table_index_build_scan(heap, index, indexInfo, true, false,
@@ -192,6 +251,38 @@ check_tid_blocks(Relation index, const EytzPairs *p, BlockNumber heap_nblocks,
 }
 
 /*
+ * Every included column's pages (their types and counts are checked as they
+ * are read): a NULL's value bytes are zeros
+ */
+static void
+check_include_pages(Relation index, const EytzMetaPageData *meta,
+					const EytzInclude *inc)
+{
+	uint64		n = meta->nentries;
+	int			c;
+
+	for (c = 0; c < inc->ncols; c++)
+	{
+		int			w = inc->width[c];
+		char	   *values = MemoryContextAllocHuge(CurrentMemoryContext, n * w);
+		uint8	   *nulls = MemoryContextAllocHuge(CurrentMemoryContext, (n + 7) / 8);
+		static const char zeros[8] = {0};
+		uint64		t;
+
+		eytz_region_load_include(index, meta, inc, NULL, c, values, nulls);
+		for (t = 0; t < n; t++)
+			if (((nulls[t / 8] >> (t % 8)) & 1) && memcmp(values + t * w, zeros, w) != 0)
+				EYTZ_CORRUPT(index, eytz_include_values_start(meta, inc, c) +
+							 t / eytz_include_per_page(w),
+							 "Slot " UINT64_FORMAT " of INCLUDE column %d is NULL but has a value.",
+							 t, c + 1);
+		pfree(values);
+		pfree(nulls);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * eytzgpu_verify(index regclass, heapallindexed boolean DEFAULT false)
  */
 Datum
@@ -207,8 +298,13 @@ eytzgpu_verify(PG_FUNCTION_ARGS)
 	EytzMetaPageData after;
 	EytzPairs	layout;
 	EytzPairs	pending;
+	EytzInclude inc;
+	EytzRowValues rv;			/* of layout's rows */
+	EytzRowValues prv;			/* of pending's */
 	EytzPendingReader pr;
 	EytzPendingEntry *page;
+	Datum	   *values;
+	bool	   *isnull;
 	BlockNumber blkno,
 				last = InvalidBlockNumber,
 				heap_nblocks;
@@ -239,17 +335,28 @@ eytzgpu_verify(PG_FUNCTION_ARGS)
 	eytz_read_meta(index, &meta);
 	heap_nblocks = RelationGetNumberOfBlocks(heap);
 
+	eytz_include_get(index, &inc);
+	eytz_rows_init(&rv, &inc);
+	eytz_rows_init(&prv, &inc);
 	eytz_pairs_init(&layout, 0);
-	eytz_region_load_sorted(index, &meta, &layout);
+	if (inc.ncols > 0)
+		eytz_pairs_with_rows(&layout, 0);
+	eytz_region_load_sorted(index, &meta, &layout, &rv);
 	check_tid_blocks(index, &layout, heap_nblocks, meta.tids_start);
+	check_include_pages(index, &meta, &inc);
 
 	eytz_pairs_init(&pending, 0);
 	page = palloc(sizeof(EytzPendingEntry) * EYTZ_PENDING_PER_PAGE);
+	values = palloc(sizeof(Datum) * EYTZ_PENDING_PER_PAGE * Max(inc.ncols, 1));
+	isnull = palloc(sizeof(bool) * EYTZ_PENDING_PER_PAGE * Max(inc.ncols, 1));
 	eytz_pending_begin(&pr, index, &meta);
-	while ((count = eytz_pending_next(&pr, page, &blkno)) >= 0)
+	while ((count = eytz_pending_next_include(&pr, page, values, isnull, &blkno)) >= 0)
 	{
 		for (i = 0; i < count; i++)
+		{
 			eytz_pairs_add(&pending, page[i].key, &page[i].tid);
+			eytz_rows_add(&prv, values + i * inc.ncols, isnull + i * inc.ncols);
+		}
 		last = blkno;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -273,12 +380,19 @@ eytzgpu_verify(PG_FUNCTION_ARGS)
 		for (j = 0; j < pending.n; j++)
 		{
 			ItemPointerData tid;
+			Datum		v[EYTZ_MAX_INCLUDE];
+			bool		n[EYTZ_MAX_INCLUDE];
 
 			eytz_tid_unpack(pending.tids[j], &tid);
 			eytz_pairs_add(&layout, pending.keys[j], &tid);
+			if (inc.ncols > 0)
+			{
+				eytz_rows_get(&prv, j, v, n);
+				eytz_rows_add(&rv, v, n);
+			}
 		}
 		eytz_pairs_sort(&layout);
-		check_heap_all_indexed(heap, index, snapshot, &layout);
+		check_heap_all_indexed(heap, index, snapshot, &layout, &rv);
 		UnregisterSnapshot(snapshot);
 	}
 
@@ -287,6 +401,10 @@ eytzgpu_verify(PG_FUNCTION_ARGS)
 	table_close(heap, AccessShareLock);
 	eytz_pairs_free(&layout);
 	eytz_pairs_free(&pending);
+	eytz_rows_free(&rv);
+	eytz_rows_free(&prv);
 	pfree(page);
+	pfree(values);
+	pfree(isnull);
 	PG_RETURN_BOOL(true);
 }

@@ -2,7 +2,8 @@
  * eytzinsert.c
  *		aminsert for eytzgpu: new entries go to the pending list.
  *
- * The Eytzinger layout is static.  An inserted (key, TID) is appended to the
+ * The Eytzinger layout is static.  An inserted (key, TID), with its
+ * included values if the index has INCLUDE columns, is appended to the
  * pending list (WAL-logged with GenericXLog); scans search the list too.
  * When it reaches the index's pending_limit the inserting backend merges it
  * into a new layout, unless another backend is doing so, or this
@@ -20,10 +21,12 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 /*
- * Append one entry; the caller holds the metapage page lock in share mode.
+ * Append one entry, with the included values (values and isnull of the
+ * index's INCLUDE columns, unused without); the caller holds the metapage
+ * page lock in share mode.
  * Returns whether a merge is due: the list has just reached the pending
  * limit, or is past it and has just grown by a page, so that a transaction
  * that cannot merge (eytz_merge() says when) tries again once per page, not
@@ -31,7 +34,8 @@
  * (a new page as a whole): a few dozen bytes per entry.
  */
 bool
-eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
+eytz_pending_append(Relation index, uint64 key, ItemPointer tid,
+					const Datum *values, const bool *isnull)
 {
 	Buffer		metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
 	Buffer		tailbuf = InvalidBuffer;
@@ -40,7 +44,9 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 	EytzMetaPage meta;
 	Page		page;
 	EytzPageOpaque opaque;
-	EytzPendingEntry *entries;
+	char	   *entry;
+	int			ncols = eytz_include_count(index);
+	Size		size = eytz_pending_entry_size(ncols);
 	bool		due;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -59,7 +65,7 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 			EYTZ_CORRUPT(index, meta->pending_tail,
 						 "The pending list's tail links to block %u.",
 						 EytzPageGetOpaque(tail)->next);
-		if (EytzPageGetOpaque(tail)->count >= EYTZ_PENDING_FILL)
+		if (EytzPageGetOpaque(tail)->count >= eytz_pending_fill(ncols))
 			newbuf = eytz_new_buffer(index, BufferGetPage(metabuf));
 	}
 	else
@@ -85,12 +91,26 @@ eytz_pending_append(Relation index, uint64 key, ItemPointer tid)
 		page = GenericXLogRegisterBuffer(state, tailbuf, 0);
 
 	opaque = EytzPageGetOpaque(page);
-	entries = (EytzPendingEntry *) PageGetContents(page);
-	entries[opaque->count].key = key;
-	entries[opaque->count].tid = *tid;
+	entry = PageGetContents(page) + opaque->count * size;
+	memset(entry, 0, size);
+	((EytzPendingEntry *) entry)->key = key;
+	((EytzPendingEntry *) entry)->tid = *tid;
+	if (ncols > 0)
+	{
+		Datum	   *dst = (Datum *) (entry + sizeof(EytzPendingEntry));
+		uint32		mask = 0;
+		int			c;
+
+		for (c = 0; c < ncols; c++)
+		{
+			dst[c] = isnull[c] ? (Datum) 0 : values[c];
+			if (isnull[c])
+				mask |= (uint32) 1 << c;
+		}
+		memcpy(&dst[ncols], &mask, sizeof(uint32));
+	}
 	opaque->count++;
-	((PageHeader) page)->pd_lower =
-		(char *) &entries[opaque->count] - (char *) page;
+	((PageHeader) page)->pd_lower = entry + size - (char *) page;
 	meta->npending++;
 	due = meta->npending == meta->pending_limit ||
 		(meta->npending > meta->pending_limit && BufferIsValid(newbuf));
@@ -119,7 +139,8 @@ eytz_insert(Relation index, Datum *values, bool *isnull,
 	kt = eytz_index_key_type(index);
 
 	LockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
-	due = eytz_pending_append(index, kt->encode(values[0]), ht_ctid);
+	due = eytz_pending_append(index, kt->encode(values[0]), ht_ctid,
+							  values + 1, isnull + 1);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ShareLock);
 
 	/* the executor holds the index open once (ExecOpenIndices) */

@@ -56,7 +56,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 PG_FUNCTION_INFO_V1(eytzgpu_merge);
 
@@ -262,6 +262,7 @@ plan_recycling(Relation index, const EytzMetaPageData *meta,
 	BlockNumber *kept = NULL;
 	int			nkept = 0;
 	int			i;
+	EytzInclude inc;
 
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	memcpy(ret, EytzPageGetRetired(BufferGetPage(metabuf)),
@@ -269,8 +270,9 @@ plan_recycling(Relation index, const EytzMetaPageData *meta,
 	UnlockReleaseBuffer(metabuf);
 
 	set_add(&cur, EYTZ_METAPAGE_BLKNO, 1);
+	eytz_include_get(index, &inc);
 	if (meta->nentries > 0)
-		set_add(&cur, meta->keys_start, meta->nkeypages + meta->ntidpages);
+		set_add(&cur, meta->keys_start, eytz_region_npages(meta, &inc));
 	for (i = 0; i < npblocks; i++)
 		set_add(&cur, pblocks[i], 1);
 	set_normalize(&cur);
@@ -469,9 +471,11 @@ move_to_front(Relation index)
 	BlockNumber len;
 	BlockNumber p;
 	XLogRecPtr	lsn;
+	EytzInclude inc;
 
 	eytz_read_meta(index, &meta);
-	len = meta.nkeypages + meta.ntidpages;
+	eytz_include_get(index, &inc);
+	len = eytz_region_npages(&meta, &inc);
 	Assert(meta.nretired == 0 && meta.keys_start > EYTZ_METAPAGE_BLKNO + len);
 	for (p = 0; p < len; p++)
 	{
@@ -527,12 +531,15 @@ eytz_auto_pending_limit(int pending_limit, uint64 n)
  * page layer (which checks them: a damaged index is refused, never laundered
  * into a valid-looking one), merged with the sorted pending entries, go
  * straight to a layout writer, which deals them out to one cursor per
- * level.  Memory: O(levels x page) besides the pending entries.  The pages
- * are those a REINDEX of the same entries writes.
+ * level.  Included values come along: the old layout's from the stream, the
+ * pending entries' from pvalues/pnulls by the row the sort carried.
+ * Memory: O(levels x page) besides the pending entries.  The pages are
+ * those a REINDEX of the same entries writes.
  */
 static void
 merge_into_layout(Relation index, const EytzMetaPageData *meta,
-				  const EytzPairs *pending, uint64 n, int fanout,
+				  const EytzPairs *pending, const Datum *pvalues,
+				  const bool *pnulls, uint64 n, int fanout,
 				  BlockNumber start, EytzMetaPageData *newmeta)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -547,6 +554,9 @@ merge_into_layout(Relation index, const EytzMetaPageData *meta,
 				p = 0,
 				put = 0;
 	bool		have_old;
+	int			m = eytz_include_count(index);
+	Datum		values[EYTZ_MAX_INCLUDE];
+	bool		isnull[EYTZ_MAX_INCLUDE];
 
 	eytz_sorted_begin(&old, index, meta);
 	have_old = eytz_sorted_next(&old, &key, &tid);
@@ -564,9 +574,17 @@ merge_into_layout(Relation index, const EytzMetaPageData *meta,
 		if (put++ < n)
 		{
 			if (take_old)
-				eytz_layout_writer_put(writer, key, tid);
+			{
+				eytz_sorted_include(&old, values, isnull);
+				eytz_layout_writer_put(writer, key, tid, values, isnull);
+			}
+			else if (m > 0)
+				eytz_layout_writer_put(writer, pending->keys[p], pending->tids[p],
+									   pvalues + pending->rows[p] * m,
+									   pnulls + pending->rows[p] * m);
 			else
-				eytz_layout_writer_put(writer, pending->keys[p], pending->tids[p]);
+				eytz_layout_writer_put(writer, pending->keys[p], pending->tids[p],
+									   NULL, NULL);
 		}
 		if (take_old)
 			have_old = eytz_sorted_next(&old, &key, &tid);
@@ -592,8 +610,12 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 {
 	EytzMetaPageData meta;
 	EytzMetaPageData newmeta;
+	EytzMetaPageData shape;		/* the new layout's page counts */
 	EytzPairs	sorted_pending;
 	EytzPendingEntry *pending;
+	Datum	   *pvalues = NULL;
+	bool	   *pnulls = NULL;
+	EytzInclude inc;
 	uint64		npending,
 				n,
 				i;
@@ -601,7 +623,6 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	int			npblocks;
 	int			fanout,
 				pending_limit;
-	int			kpp;
 	BlockNumber need,
 				start;
 	Recycling  *rc;
@@ -650,12 +671,16 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	}
 
 	/* the pending list, sorted: the only entries held in memory */
-	eytz_read_pending(index, &meta, &pending, &npending, &pblocks, &npblocks);
+	eytz_include_get(index, &inc);
+	eytz_read_pending_all(index, &meta, &pending, &pvalues, &pnulls, &npending,
+						  &pblocks, &npblocks);
 	if (npending != meta.npending)
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
 					 "Metapage counts " UINT64_FORMAT " pending entries, the list has " UINT64_FORMAT ".",
 					 meta.npending, npending);
 	eytz_pairs_init(&sorted_pending, 0);
+	if (inc.ncols > 0)
+		eytz_pairs_with_rows(&sorted_pending, 0);
 	for (i = 0; i < npending; i++)
 		eytz_pairs_add(&sorted_pending, pending[i].key, &pending[i].tid);
 	pfree(pending);
@@ -670,8 +695,8 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	eytz_choose_layout(index, n, meta.key_width, &fanout,
 					   &pending_limit);
 	pending_limit = eytz_auto_pending_limit(pending_limit, n);
-	kpp = eytz_keys_per_page(meta.key_width, fanout);
-	need = (n + kpp - 1) / kpp + (n + EYTZ_TIDS_PER_PAGE - 1) / EYTZ_TIDS_PER_PAGE;
+	eytz_set_layout_meta(&shape, n, meta.key_width, fanout, EYTZ_METAPAGE_BLKNO + 1);
+	need = eytz_region_npages(&shape, &inc);
 	start = set_first_fit(&rc->live, need);
 
 	/*
@@ -690,9 +715,14 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	}
 
 	memcpy(&newmeta, &meta, sizeof(meta));
-	merge_into_layout(index, &meta, &sorted_pending, n, fanout, start,
-					  &newmeta);
+	merge_into_layout(index, &meta, &sorted_pending, pvalues, pnulls, n, fanout,
+					  start, &newmeta);
 	eytz_pairs_free(&sorted_pending);
+	if (pvalues)
+	{
+		pfree(pvalues);
+		pfree(pnulls);
+	}
 	newmeta.pending_limit = pending_limit;
 	newmeta.generation = meta.generation + 1;
 	newmeta.pending_head = InvalidBlockNumber;
@@ -702,7 +732,7 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	/* the switch, retiring the old generation */
 	memset(&retire, 0, sizeof(retire));
 	retire.region_start = meta.keys_start;
-	retire.region_len = meta.nentries > 0 ? meta.nkeypages + meta.ntidpages : 0;
+	retire.region_len = eytz_region_npages(&meta, &inc);
 	retire.pending_head = meta.pending_head;
 	lsn = write_metapage(index, &newmeta, rc,
 						 (retire.region_len > 0 || retire.pending_head != InvalidBlockNumber)

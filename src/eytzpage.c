@@ -34,7 +34,7 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 /*
  * A page that is not what the generation a reader started on says.  On a hot
@@ -73,7 +73,8 @@ void
 eytz_check_page(Relation index, const EytzMetaPageData *meta, Page page,
 				BlockNumber blkno, uint16 flags, Size bytes)
 {
-	static const char *const names[] = {"", "meta", "key", "TID", "pending", "free"};
+	static const char *const names[] = {"", "meta", "key", "TID", "pending", "free",
+	"included value", "NULL"};
 	PageHeader	ph = (PageHeader) page;
 	char		detail[128];
 
@@ -89,10 +90,12 @@ eytz_check_page(Relation index, const EytzMetaPageData *meta, Page page,
 	}
 	if (flags == EYTZ_PAGE_PENDING)
 	{
-		if (EytzPageGetOpaque(page)->count > EYTZ_PENDING_PER_PAGE)
+		int			ncols = eytz_include_count(index);
+
+		if (EytzPageGetOpaque(page)->count > eytz_pending_per_page(ncols))
 			EYTZ_CORRUPT(index, blkno, "Pending page %u counts %u entries.",
 						 blkno, EytzPageGetOpaque(page)->count);
-		bytes = EytzPageGetOpaque(page)->count * sizeof(EytzPendingEntry);
+		bytes = EytzPageGetOpaque(page)->count * eytz_pending_entry_size(ncols);
 	}
 	if (ph->pd_lower != MAXALIGN(SizeOfPageHeaderData) + bytes)
 	{
@@ -124,6 +127,9 @@ static void
 check_meta(Relation index, const EytzMetaPageData *m, BlockNumber nblocks)
 {
 	uint64		n = m->nentries;
+	EytzInclude inc;
+
+	eytz_include_get(index, &inc);
 
 	if (m->magic != EYTZ_MAGIC)
 		ereport(ERROR,
@@ -156,7 +162,7 @@ check_meta(Relation index, const EytzMetaPageData *m, BlockNumber nblocks)
 					 m->nkeypages, m->ntidpages, n);
 	if (n > 0 ? (m->keys_start == EYTZ_METAPAGE_BLKNO || m->keys_start >= nblocks ||
 				 m->tids_start != m->keys_start + m->nkeypages ||
-				 (uint64) m->tids_start + m->ntidpages > nblocks)
+				 (uint64) m->keys_start + eytz_region_npages(m, &inc) > nblocks)
 		: (m->keys_start != InvalidBlockNumber || m->tids_start != InvalidBlockNumber))
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
 					 "Layout region at block %u does not fit in the %u blocks of the file.",
@@ -166,8 +172,8 @@ check_meta(Relation index, const EytzMetaPageData *m, BlockNumber nblocks)
 		(m->pending_head != InvalidBlockNumber &&
 		 (m->pending_head == EYTZ_METAPAGE_BLKNO || m->pending_head >= nblocks ||
 		  m->pending_tail == EYTZ_METAPAGE_BLKNO || m->pending_tail >= nblocks ||
-		  eytz_block_in_region(m, m->pending_head) ||
-		  eytz_block_in_region(m, m->pending_tail))))
+		  eytz_block_in_region(m, &inc, m->pending_head) ||
+		  eytz_block_in_region(m, &inc, m->pending_tail))))
 		EYTZ_CORRUPT(index, EYTZ_METAPAGE_BLKNO,
 					 "Pending list from block %u to %u with " UINT64_FORMAT " entries is not valid in %u blocks.",
 					 m->pending_head, m->pending_tail, m->npending, nblocks);
@@ -200,11 +206,12 @@ eytz_read_meta(Relation index, EytzMetaPageData *meta)
 
 /* Is blkno one of the layout region's pages? */
 bool
-eytz_block_in_region(const EytzMetaPageData *meta, BlockNumber blkno)
+eytz_block_in_region(const EytzMetaPageData *meta, const EytzInclude *inc,
+					 BlockNumber blkno)
 {
 	return meta->keys_start != InvalidBlockNumber &&
 		blkno >= meta->keys_start &&
-		blkno < meta->tids_start + meta->ntidpages;
+		blkno - meta->keys_start < eytz_region_npages(meta, inc);
 }
 
 /* Is blkno in the region of a generation the metapage lists as retired? */
@@ -238,6 +245,9 @@ eytz_new_buffer(Relation index, Page metapage)
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 	Buffer		buf;
 	bool		needLock;
+	EytzInclude inc;
+
+	eytz_include_get(index, &inc);
 
 	for (;;)
 	{
@@ -246,7 +256,7 @@ eytz_new_buffer(Relation index, Page metapage)
 		if (blkno == InvalidBlockNumber)
 			break;
 		if (blkno == EYTZ_METAPAGE_BLKNO || blkno >= nblocks ||
-			eytz_block_in_region(meta, blkno) ||
+			eytz_block_in_region(meta, &inc, blkno) ||
 			eytz_block_retired_region(metapage, blkno))
 			continue;
 		buf = ReadBuffer(index, blkno);
@@ -275,24 +285,24 @@ eytz_new_buffer(Relation index, Page metapage)
 
 /* ---- the layout region ---- */
 
-/* Switch *buf to data page p of the region (key or TID pages), checked */
+/* Switch *buf to data page p of array a of the region, checked */
 static const char *
-region_page(Relation index, const EytzMetaPageData *m,
-			BufferAccessStrategy strategy, Buffer *buf, uint32 p, bool tids)
+region_page(Relation index, const EytzMetaPageData *m, const EytzInclude *inc,
+			BufferAccessStrategy strategy, Buffer *buf, uint32 p, int a)
 {
-	BlockNumber blkno = (tids ? m->tids_start : m->keys_start) + p;
-	uint64		per = tids ? EYTZ_TIDS_PER_PAGE : m->keys_per_page;
-	Size		width = tids ? sizeof(ItemPointerData) : m->key_width;
-	uint64		cnt = Min(per, m->nentries - (uint64) p * per);
+	EytzRegionArray arr;
+	BlockNumber blkno;
 	Page		page;
 
+	eytz_region_array(m, inc, a, &arr);
+	blkno = arr.start + p;
 	if (BufferIsValid(*buf))
 		UnlockReleaseBuffer(*buf);
 	*buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 	LockBuffer(*buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(*buf);
-	eytz_check_page(index, m, page, blkno, tids ? EYTZ_PAGE_TIDS : EYTZ_PAGE_KEYS,
-			   cnt * width);
+	eytz_check_page(index, m, page, blkno, arr.flags,
+					eytz_region_array_bytes(&arr, m->nentries, p));
 	return PageGetContents(page);
 }
 
@@ -318,11 +328,16 @@ void
 eytz_region_begin(EytzRegionReader *r, Relation index,
 				  const EytzMetaPageData *meta, BufferAccessStrategy strategy)
 {
+	int			c;
+
 	r->index = index;
 	r->meta = *meta;
 	r->strategy = strategy;
 	r->keybuf = InvalidBuffer;
 	r->tidbuf = InvalidBuffer;
+	eytz_include_get(index, &r->inc);
+	for (c = 0; c < r->inc.ncols; c++)
+		r->valbuf[c] = r->nullbuf[c] = InvalidBuffer;
 }
 
 uint64
@@ -333,7 +348,8 @@ eytz_region_key(EytzRegionReader *r, uint64 slot)
 	Assert(slot < r->meta.nentries);
 	if (!BufferIsValid(r->keybuf) || p != r->keypage)
 	{
-		r->keys = region_page(r->index, &r->meta, r->strategy, &r->keybuf, p, false);
+		r->keys = region_page(r->index, &r->meta, &r->inc, r->strategy,
+							  &r->keybuf, p, EYTZ_ARRAY_KEYS);
 		r->keypage = p;
 	}
 	return eytz_key_at(r->keys, r->meta.key_width, slot % r->meta.keys_per_page);
@@ -349,7 +365,8 @@ eytz_region_tid(EytzRegionReader *r, uint64 slot, ItemPointer tid)
 	if (!BufferIsValid(r->tidbuf) || p != r->tidpage)
 	{
 		r->tids = (const ItemPointerData *)
-			region_page(r->index, &r->meta, r->strategy, &r->tidbuf, p, true);
+			region_page(r->index, &r->meta, &r->inc, r->strategy, &r->tidbuf, p,
+						EYTZ_ARRAY_TIDS);
 		r->tidpage = p;
 	}
 	*tid = r->tids[slot % EYTZ_TIDS_PER_PAGE];
@@ -358,15 +375,65 @@ eytz_region_tid(EytzRegionReader *r, uint64 slot, ItemPointer tid)
 	return ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber;
 }
 
+/* The included values of a slot (tombstones keep theirs) */
+void
+eytz_region_include(EytzRegionReader *r, uint64 slot, Datum *values,
+					bool *isnull)
+{
+	int			c;
+
+	Assert(slot < r->meta.nentries);
+	for (c = 0; c < r->inc.ncols; c++)
+	{
+		int			width = r->inc.width[c];
+		uint32		vp = slot / eytz_include_per_page(width);
+		uint32		np = slot / EYTZ_NULLS_PER_PAGE;
+		uint64		bit = slot % EYTZ_NULLS_PER_PAGE;
+
+		if (!BufferIsValid(r->nullbuf[c]) || np != r->nullpage[c])
+		{
+			r->nulls[c] = (const uint8 *)
+				region_page(r->index, &r->meta, &r->inc, r->strategy,
+							&r->nullbuf[c], np, EYTZ_ARRAY_NULLS(c));
+			r->nullpage[c] = np;
+		}
+		isnull[c] = (r->nulls[c][bit / 8] >> (bit % 8)) & 1;
+		if (isnull[c])
+		{
+			values[c] = (Datum) 0;
+			continue;
+		}
+		if (!BufferIsValid(r->valbuf[c]) || vp != r->valpage[c])
+		{
+			r->vals[c] = region_page(r->index, &r->meta, &r->inc, r->strategy,
+									 &r->valbuf[c], vp, EYTZ_ARRAY_VALUES(c));
+			r->valpage[c] = vp;
+		}
+		values[c] = eytz_include_fetch(r->vals[c] +
+									   (slot % eytz_include_per_page(width)) * width,
+									   width);
+	}
+}
+
 void
 eytz_region_release(EytzRegionReader *r)
 {
+	int			c;
+
 	if (BufferIsValid(r->keybuf))
 		UnlockReleaseBuffer(r->keybuf);
 	if (BufferIsValid(r->tidbuf))
 		UnlockReleaseBuffer(r->tidbuf);
 	r->keybuf = InvalidBuffer;
 	r->tidbuf = InvalidBuffer;
+	for (c = 0; c < r->inc.ncols; c++)
+	{
+		if (BufferIsValid(r->valbuf[c]))
+			UnlockReleaseBuffer(r->valbuf[c]);
+		if (BufferIsValid(r->nullbuf[c]))
+			UnlockReleaseBuffer(r->nullbuf[c]);
+		r->valbuf[c] = r->nullbuf[c] = InvalidBuffer;
+	}
 }
 
 /*
@@ -381,11 +448,14 @@ eytz_region_load(Relation index, const EytzMetaPageData *meta,
 	uint64		n = meta->nentries;
 	Buffer		buf = InvalidBuffer;
 	uint32		p;
+	EytzInclude inc;
 
+	eytz_include_get(index, &inc);
 	for (p = 0; keys && p < meta->nkeypages; p++)
 	{
 		uint64		first = (uint64) p * meta->keys_per_page;
-		const char *c = region_page(index, meta, strategy, &buf, p, false);
+		const char *c = region_page(index, meta, &inc, strategy, &buf, p,
+									EYTZ_ARRAY_KEYS);
 
 		memcpy((char *) keys + first * meta->key_width, c,
 			   Min(meta->keys_per_page, n - first) * meta->key_width);
@@ -396,7 +466,7 @@ eytz_region_load(Relation index, const EytzMetaPageData *meta,
 		uint64		first = (uint64) p * EYTZ_TIDS_PER_PAGE;
 		uint64		cnt = Min(EYTZ_TIDS_PER_PAGE, n - first);
 		const ItemPointerData *src = (const ItemPointerData *)
-			region_page(index, meta, strategy, &buf, p, true);
+			region_page(index, meta, &inc, strategy, &buf, p, EYTZ_ARRAY_TIDS);
 		uint64		i;
 
 		for (i = 0; i < cnt; i++)
@@ -412,6 +482,46 @@ eytz_region_load(Relation index, const EytzMetaPageData *meta,
 }
 
 /*
+ * Included column col of the region in slot order, checked: values
+ * (nentries * width bytes, 0 for a NULL) and nulls ((nentries + 7) / 8
+ * bytes, bit slot % 8 of byte slot / 8); either may be NULL.
+ */
+void
+eytz_region_load_include(Relation index, const EytzMetaPageData *meta,
+						 const EytzInclude *inc, BufferAccessStrategy strategy,
+						 int col, void *values, uint8 *nulls)
+{
+	Buffer		buf = InvalidBuffer;
+	int			pass;
+
+	Assert(col >= 0 && col < inc->ncols);
+	for (pass = 0; pass < 2; pass++)
+	{
+		int			a = pass == 0 ? EYTZ_ARRAY_VALUES(col) : EYTZ_ARRAY_NULLS(col);
+		char	   *dst = pass == 0 ? (char *) values : (char *) nulls;
+		EytzRegionArray arr;
+		uint32		p;
+
+		if (dst == NULL)
+			continue;
+		eytz_region_array(meta, inc, a, &arr);
+		for (p = 0; p < arr.npages; p++)
+		{
+			const char *src = region_page(index, meta, inc, strategy, &buf, p, a);
+			Size		bytes = eytz_region_array_bytes(&arr, meta->nentries, p);
+
+			/* a NULL page holds whole bytes: per_page is a multiple of 8 */
+			memcpy(dst + (arr.width > 0 ? (uint64) p * arr.per_page * arr.width
+						  : (uint64) p * arr.per_page / 8),
+				   src, bytes);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+}
+
+/*
  * Start streaming the live entries of the generation meta describes in
  * (key, TID) order.
  */
@@ -419,19 +529,23 @@ void
 eytz_sorted_begin(EytzSortedReader *r, Relation index,
 				  const EytzMetaPageData *meta)
 {
-	int			levels;
-	int			l;
+	Size		ncopies;
+	Size		i;
 
 	r->index = index;
 	r->meta = *meta;
+	eytz_include_get(index, &r->inc);
 	eytz_rank_walk_init(&r->walk, meta->nentries, meta->fanout);
-	levels = Max(r->walk.shape.levels, 1);
-	r->keypage = palloc(sizeof(uint32) * levels);
-	r->tidpage = palloc(sizeof(uint32) * levels);
-	for (l = 0; l < levels; l++)
-		r->keypage[l] = r->tidpage[l] = PG_UINT32_MAX;
-	r->keys = palloc((Size) levels * EYTZ_PAGE_CAPACITY);
-	r->tids = palloc((Size) levels * EYTZ_PAGE_CAPACITY);
+	r->nlevels = Max(r->walk.shape.levels, 1);
+	r->narrays = eytz_region_narrays(&r->inc);
+	ncopies = (Size) r->narrays * r->nlevels;
+	r->held = palloc(sizeof(uint32) * ncopies);
+	for (i = 0; i < ncopies; i++)
+		r->held[i] = PG_UINT32_MAX;
+	r->copies = MemoryContextAllocHuge(CurrentMemoryContext,
+									   ncopies * EYTZ_PAGE_CAPACITY);
+	r->slot = 0;
+	r->level = 0;
 	r->dead = 0;
 	r->last_key = 0;
 	r->last_live = 0;
@@ -439,21 +553,24 @@ eytz_sorted_begin(EytzSortedReader *r, Relation index,
 }
 
 /*
- * The contents of key or TID page p for level l's copy: from a neighbouring
- * level that holds it already (a level's last page is the next one's
- * first), or read and checked.
+ * The contents of page p of array a for level l's copy: from another level
+ * that holds it already (a level's last page is the next one's first), or
+ * read and checked.
  */
 static const char *
-sorted_page(EytzSortedReader *r, uint32 l, uint32 p, bool tids)
+sorted_page(EytzSortedReader *r, int a, uint32 l, uint32 p)
 {
-	uint32	   *held = tids ? r->tidpage : r->keypage;
-	char	   *copies = tids ? r->tids : r->keys;
+	uint32	   *held = r->held + (Size) a * r->nlevels;
+	char	   *copies = r->copies + (Size) a * r->nlevels * EYTZ_PAGE_CAPACITY;
 	char	   *dst = copies + (Size) l * EYTZ_PAGE_CAPACITY;
-	uint64		per = tids ? EYTZ_TIDS_PER_PAGE : r->meta.keys_per_page;
-	Size		width = tids ? sizeof(ItemPointerData) : r->meta.key_width;
-	Size		bytes = Min(per, r->meta.nentries - (uint64) p * per) * width;
+	EytzRegionArray arr;
+	Size		bytes;
 	uint32		other;
 
+	if (held[l] == p)
+		return dst;
+	eytz_region_array(&r->meta, &r->inc, a, &arr);
+	bytes = eytz_region_array_bytes(&arr, r->meta.nentries, p);
 	for (other = 0; other < r->walk.shape.levels; other++)
 		if (other != l && held[other] == p)
 		{
@@ -464,7 +581,8 @@ sorted_page(EytzSortedReader *r, uint32 l, uint32 p, bool tids)
 	{
 		Buffer		buf = InvalidBuffer;
 
-		memcpy(dst, region_page(r->index, &r->meta, NULL, &buf, p, tids), bytes);
+		memcpy(dst, region_page(r->index, &r->meta, &r->inc, NULL, &buf, p, a),
+			   bytes);
 		UnlockReleaseBuffer(buf);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -491,11 +609,9 @@ eytz_sorted_next(EytzSortedReader *r, uint64 *key, uint64 *packed_tid)
 		uint64		t = eytz_rank_walk_next(&r->walk, &l);
 		uint32		kp = t / m->keys_per_page;
 		uint32		tp = t / EYTZ_TIDS_PER_PAGE;
-		const char *keys = r->keypage[l] == kp
-			? r->keys + (Size) l * EYTZ_PAGE_CAPACITY : sorted_page(r, l, kp, false);
+		const char *keys = sorted_page(r, EYTZ_ARRAY_KEYS, l, kp);
 		const ItemPointerData *tids = (const ItemPointerData *)
-			(r->tidpage[l] == tp
-			 ? r->tids + (Size) l * EYTZ_PAGE_CAPACITY : sorted_page(r, l, tp, true));
+			sorted_page(r, EYTZ_ARRAY_TIDS, l, tp);
 		const ItemPointerData *tid = &tids[t % EYTZ_TIDS_PER_PAGE];
 		uint64		k = eytz_key_at(keys, m->key_width, t % m->keys_per_page);
 		uint64		packed = eytz_tid_pack((ItemPointer) tid);
@@ -519,6 +635,8 @@ eytz_sorted_next(EytzSortedReader *r, uint64 *key, uint64 *packed_tid)
 		}
 		r->have_live = true;
 		r->last_live = packed;
+		r->slot = t;
+		r->level = l;
 		*key = k;
 		*packed_tid = packed;
 		return true;
@@ -530,24 +648,49 @@ eytz_sorted_next(EytzSortedReader *r, uint64 *key, uint64 *packed_tid)
 	return false;
 }
 
+/* The included values of the entry eytz_sorted_next() returned last */
+void
+eytz_sorted_include(EytzSortedReader *r, Datum *values, bool *isnull)
+{
+	uint64		t = r->slot;
+	int			c;
+
+	for (c = 0; c < r->inc.ncols; c++)
+	{
+		int			width = r->inc.width[c];
+		uint32		per = eytz_include_per_page(width);
+		const uint8 *nulls = (const uint8 *)
+			sorted_page(r, EYTZ_ARRAY_NULLS(c), r->level, t / EYTZ_NULLS_PER_PAGE);
+		uint64		bit = t % EYTZ_NULLS_PER_PAGE;
+		const char *vals = sorted_page(r, EYTZ_ARRAY_VALUES(c), r->level, t / per);
+
+		isnull[c] = (nulls[bit / 8] >> (bit % 8)) & 1;
+		values[c] = isnull[c] ? (Datum) 0 :
+			eytz_include_fetch(vals + (t % per) * width, width);
+	}
+}
+
 void
 eytz_sorted_end(EytzSortedReader *r)
 {
 	pfree(r->walk.next_slot);
-	pfree(r->keypage);
-	pfree(r->tidpage);
-	pfree(r->keys);
-	pfree(r->tids);
+	pfree(r->held);
+	pfree(r->copies);
 }
 
-/* The live entries of the region, appended to pairs in (key, TID) order */
+/*
+ * The live entries of the region, appended to pairs in (key, TID) order,
+ * and their included values to rv (if not NULL), in the same order
+ */
 void
 eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
-						EytzPairs *pairs)
+						EytzPairs *pairs, EytzRowValues *rv)
 {
 	EytzSortedReader r;
 	uint64		key;
 	uint64		tid;
+	Datum		values[EYTZ_MAX_INCLUDE];
+	bool		isnull[EYTZ_MAX_INCLUDE];
 
 	eytz_sorted_begin(&r, index, meta);
 	while (eytz_sorted_next(&r, &key, &tid))
@@ -556,6 +699,11 @@ eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
 
 		eytz_tid_unpack(tid, &itid);
 		eytz_pairs_add(pairs, key, &itid);
+		if (rv)
+		{
+			eytz_sorted_include(&r, values, isnull);
+			eytz_rows_add(rv, values, isnull);
+		}
 	}
 	eytz_sorted_end(&r);
 }
@@ -571,23 +719,29 @@ eytz_pending_begin(EytzPendingReader *pr, Relation index,
 	pr->next = meta->pending_head;
 	pr->nblocks = RelationGetNumberOfBlocks(index);
 	pr->steps = 0;
+	pr->ncols = eytz_include_count(index);
 }
 
 /*
  * Copy the entries of the next page of the list into entries (room for
- * EYTZ_PENDING_PER_PAGE) and set *blkno; -1 at the end of the list.  Inserts
- * may append meanwhile: the walk sees their entries or not.
+ * EYTZ_PENDING_PER_PAGE) and, if values is not NULL, their included values
+ * into values and isnull ([i * ncols + c]); set *blkno; -1 at the end of the
+ * list.  Inserts may append meanwhile: the walk sees their entries or not.
  */
 int
-eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
-				  BlockNumber *blkno)
+eytz_pending_next_include(EytzPendingReader *pr, EytzPendingEntry *entries,
+						  Datum *values, bool *isnull, BlockNumber *blkno)
 {
 	BlockNumber b = pr->next;
 	Buffer		buf;
 	Page		page;
 	EytzPageOpaque opaque;
+	Size		size = eytz_pending_entry_size(pr->ncols);
+	const char *src;
 	int			count,
-				i;
+				i,
+				c;
+	EytzInclude inc;
 
 	if (b == InvalidBlockNumber)
 		return -1;
@@ -596,8 +750,9 @@ eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
 		pr->nblocks = RelationGetNumberOfBlocks(pr->index);
 	if (pr->steps > pr->nblocks)
 		EYTZ_CORRUPT(pr->index, b, "The pending list is longer than the file: it has a cycle.");
+	eytz_include_get(pr->index, &inc);
 	if (b == EYTZ_METAPAGE_BLKNO || b >= pr->nblocks ||
-		eytz_block_in_region(&pr->meta, b))
+		eytz_block_in_region(&pr->meta, &inc, b))
 		EYTZ_CORRUPT(pr->index, b, "The pending list reaches block %u, which cannot be a pending page.", b);
 
 	buf = ReadBuffer(pr->index, b);
@@ -606,7 +761,22 @@ eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
 	eytz_check_page(pr->index, &pr->meta, page, b, EYTZ_PAGE_PENDING, 0);
 	opaque = EytzPageGetOpaque(page);
 	count = opaque->count;
-	memcpy(entries, PageGetContents(page), count * sizeof(EytzPendingEntry));
+	src = PageGetContents(page);
+	for (i = 0; i < count; i++, src += size)
+	{
+		memcpy(&entries[i], src, sizeof(EytzPendingEntry));
+		if (values != NULL)
+		{
+			uint32		mask;
+
+			memcpy(&values[i * pr->ncols], src + sizeof(EytzPendingEntry),
+				   pr->ncols * sizeof(Datum));
+			memcpy(&mask, src + sizeof(EytzPendingEntry) + pr->ncols * sizeof(Datum),
+				   sizeof(uint32));
+			for (c = 0; c < pr->ncols; c++)
+				isnull[i * pr->ncols + c] = (mask >> c) & 1;
+		}
+	}
 	pr->next = opaque->next;
 	UnlockReleaseBuffer(buf);
 	for (i = 0; i < count; i++)
@@ -616,23 +786,35 @@ eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
 	return count;
 }
 
+/* eytz_pending_next_include() without the values */
+int
+eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
+				  BlockNumber *blkno)
+{
+	return eytz_pending_next_include(pr, entries, NULL, NULL, blkno);
+}
+
 /*
- * All entries of the pending list meta names, palloc'd, and (if blocks is
- * not NULL) the list's blocks.  Raises an error on a damaged list.
+ * All entries of the pending list meta names, palloc'd, with their included
+ * values if values is not NULL (NULL outputs without INCLUDE), and (if
+ * blocks is not NULL) the list's blocks.  Raises an error on a damaged list.
  */
 void
-eytz_read_pending(Relation index, const EytzMetaPageData *meta,
-				  EytzPendingEntry **entries, uint64 *n,
-				  BlockNumber **blocks, int *nblocks)
+eytz_read_pending_all(Relation index, const EytzMetaPageData *meta,
+					  EytzPendingEntry **entries, Datum **values, bool **isnull,
+					  uint64 *n, BlockNumber **blocks, int *nblocks)
 {
 	EytzPendingReader pr;
 	uint64		cap = Max(meta->npending, 16) + EYTZ_PENDING_PER_PAGE;
 	uint64		cnt = 0;
 	int			bcap = 16;
 	int			got;
+	int			m;
 	BlockNumber blkno;
 	EytzPendingEntry *res = MemoryContextAllocHuge(CurrentMemoryContext,
 												   cap * sizeof(EytzPendingEntry));
+	Datum	   *vals = NULL;
+	bool	   *nulls = NULL;
 
 	if (blocks)
 	{
@@ -640,14 +822,27 @@ eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 		*nblocks = 0;
 	}
 	eytz_pending_begin(&pr, index, meta);
+	m = pr.ncols;
+	if (values && m > 0)
+	{
+		vals = MemoryContextAllocHuge(CurrentMemoryContext, cap * m * sizeof(Datum));
+		nulls = MemoryContextAllocHuge(CurrentMemoryContext, cap * m * sizeof(bool));
+	}
 	for (;;)
 	{
 		if (cap - cnt < EYTZ_PENDING_PER_PAGE)
 		{
 			cap *= 2;
 			res = repalloc_huge(res, cap * sizeof(EytzPendingEntry));
+			if (vals)
+			{
+				vals = repalloc_huge(vals, cap * m * sizeof(Datum));
+				nulls = repalloc_huge(nulls, cap * m * sizeof(bool));
+			}
 		}
-		got = eytz_pending_next(&pr, res + cnt, &blkno);
+		got = eytz_pending_next_include(&pr, res + cnt,
+										vals ? vals + cnt * m : NULL,
+										nulls ? nulls + cnt * m : NULL, &blkno);
 		if (got < 0)
 			break;
 		cnt += got;
@@ -664,4 +859,25 @@ eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 	}
 	*entries = res;
 	*n = cnt;
+	if (values)
+	{
+		*values = vals;
+		*isnull = nulls;
+	}
+}
+
+void
+eytz_read_pending(Relation index, const EytzMetaPageData *meta,
+				  EytzPendingEntry **entries, uint64 *n,
+				  BlockNumber **blocks, int *nblocks)
+{
+	eytz_read_pending_all(index, meta, entries, NULL, NULL, n, blocks, nblocks);
+}
+
+void
+eytz_read_pending_include(Relation index, const EytzMetaPageData *meta,
+						  EytzPendingEntry **entries, Datum **values,
+						  bool **isnull, uint64 *n)
+{
+	eytz_read_pending_all(index, meta, entries, values, isnull, n, NULL, NULL);
 }

@@ -14,17 +14,23 @@
  * key then the packed TID, both big-endian: uuid order (memcmp) is then the
  * (key, TID) order of the radix sort, unsigned keys included, and uuid's
  * abbreviated keys (its first 8 bytes: the key) make the comparisons cheap.
+ *
+ * The pairs of an index with INCLUDE columns carry their row numbers (the
+ * order they were added in, an index into the build's EytzRowValues), which
+ * the sort moves with them; spilled, they are sorted as heap tuples of the
+ * pair's uuid and the included values.
  */
 #include "postgres.h"
 
 #include "catalog/pg_type_d.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/tuplesort.h"
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 /* bytes per pair while sorting: keys and TIDs, twice (radix ping-pong) */
 #define EYTZ_SORT_BYTES_PER_PAIR (4 * sizeof(uint64))
@@ -33,6 +39,9 @@ struct EytzSpill
 {
 	Tuplesortstate *sort;
 	uint64		n;
+	int			ncols;			/* included columns: a heap tuplesort */
+	TupleTableSlot *in;			/* (pair, values...) put */
+	TupleTableSlot *out;		/* and read back */
 };
 
 void
@@ -43,6 +52,20 @@ eytz_pairs_init(EytzPairs *pairs, Size mem_limit)
 	pairs->mem_limit = mem_limit;
 	pairs->keys = palloc(sizeof(uint64) * pairs->cap);
 	pairs->tids = palloc(sizeof(uint64) * pairs->cap);
+	pairs->rows = NULL;
+	pairs->extra_bytes = 0;
+}
+
+/*
+ * Make the pairs carry their row numbers, each row taking row_bytes more
+ * (its included values) besides the row number's two copies.
+ */
+void
+eytz_pairs_with_rows(EytzPairs *pairs, Size row_bytes)
+{
+	Assert(pairs->n == 0);
+	pairs->rows = palloc(sizeof(uint64) * pairs->cap);
+	pairs->extra_bytes = 2 * sizeof(uint64) + row_bytes;
 }
 
 /*
@@ -53,7 +76,8 @@ bool
 eytz_pairs_full(const EytzPairs *pairs)
 {
 	return pairs->mem_limit > 0 &&
-		(pairs->n + 1) * EYTZ_SORT_BYTES_PER_PAIR > pairs->mem_limit;
+		(pairs->n + 1) * (EYTZ_SORT_BYTES_PER_PAIR + pairs->extra_bytes) >
+		pairs->mem_limit;
 }
 
 /*
@@ -64,7 +88,8 @@ bool
 eytz_pairs_would_fit(const EytzPairs *pairs, double ntuples)
 {
 	return pairs->mem_limit == 0 ||
-		ntuples * EYTZ_SORT_BYTES_PER_PAIR <= (double) pairs->mem_limit;
+		ntuples * (EYTZ_SORT_BYTES_PER_PAIR + pairs->extra_bytes) <=
+		(double) pairs->mem_limit;
 }
 
 /* Append a pair; callers with a mem_limit check eytz_pairs_full() first */
@@ -79,13 +104,18 @@ eytz_pairs_add(EytzPairs *pairs, uint64 key, ItemPointer tid)
 		/* the last doubling stops at the limit */
 		if (pairs->mem_limit > 0)
 			newcap = Max(pairs->n + 1,
-						 Min(newcap, pairs->mem_limit / EYTZ_SORT_BYTES_PER_PAIR));
+						 Min(newcap, pairs->mem_limit /
+							 (EYTZ_SORT_BYTES_PER_PAIR + pairs->extra_bytes)));
 		pairs->keys = repalloc_huge(pairs->keys, sizeof(uint64) * newcap);
 		pairs->tids = repalloc_huge(pairs->tids, sizeof(uint64) * newcap);
+		if (pairs->rows)
+			pairs->rows = repalloc_huge(pairs->rows, sizeof(uint64) * newcap);
 		pairs->cap = newcap;
 	}
 	pairs->keys[pairs->n] = key;
 	pairs->tids[pairs->n] = eytz_tid_pack(tid);
+	if (pairs->rows)
+		pairs->rows[pairs->n] = pairs->n;
 	pairs->n++;
 }
 
@@ -96,7 +126,9 @@ eytz_pairs_free(EytzPairs *pairs)
 		pfree(pairs->keys);
 	if (pairs->tids)
 		pfree(pairs->tids);
-	pairs->keys = pairs->tids = NULL;
+	if (pairs->rows)
+		pfree(pairs->rows);
+	pairs->keys = pairs->tids = pairs->rows = NULL;
 	pairs->n = pairs->cap = 0;
 }
 
@@ -109,15 +141,45 @@ tid_cmp(const void *a, const void *b)
 	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/* (TID, row) of a run of equal keys, sorted by TID */
+typedef struct TidRow
+{
+	uint64		tid;
+	uint64		row;
+} TidRow;
+
+/* A run of equal keys in TID order, the rows moving with their TIDs */
+static void
+sort_run_with_rows(uint64 *ts, uint64 *rs, uint64 n)
+{
+	TidRow	   *tr = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(TidRow) * n);
+	uint64		i;
+
+	for (i = 0; i < n; i++)
+	{
+		tr[i].tid = ts[i];
+		tr[i].row = rs[i];
+	}
+	qsort(tr, n, sizeof(TidRow), tid_cmp);
+	for (i = 0; i < n; i++)
+	{
+		ts[i] = tr[i].tid;
+		rs[i] = tr[i].row;
+	}
+	pfree(tr);
+}
+
 void
 eytz_pairs_sort(EytzPairs *pairs)
 {
 	uint64		n = pairs->n;
 	uint64	   *hist;
 	uint64	   *k2,
-			   *t2;
+			   *t2,
+			   *r2 = NULL;
 	uint64	   *ks = pairs->keys,
-			   *ts = pairs->tids;
+			   *ts = pairs->tids,
+			   *rs = pairs->rows;
 	uint64		i;
 	int			d;
 
@@ -138,6 +200,8 @@ eytz_pairs_sort(EytzPairs *pairs)
 
 	k2 = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
 	t2 = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
+	if (rs)
+		r2 = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
 	for (d = 0; d < 8; d++)
 	{
 		uint64	   *h = &hist[d * 256];
@@ -161,6 +225,8 @@ eytz_pairs_sort(EytzPairs *pairs)
 
 			k2[pos] = ks[i];
 			t2[pos] = ts[i];
+			if (rs)
+				r2[pos] = rs[i];
 		}
 		tmp = ks;
 		ks = k2;
@@ -168,13 +234,19 @@ eytz_pairs_sort(EytzPairs *pairs)
 		tmp = ts;
 		ts = t2;
 		t2 = tmp;
+		tmp = rs;
+		rs = r2;
+		r2 = tmp;
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(k2);
 	pfree(t2);
+	if (r2)
+		pfree(r2);
 	pfree(hist);
 	pairs->keys = ks;
 	pairs->tids = ts;
+	pairs->rows = rs;
 
 	/* equal keys in TID order; the heap scan mostly delivered them so */
 	for (i = 0; i < n;)
@@ -188,29 +260,52 @@ eytz_pairs_sort(EytzPairs *pairs)
 				sorted = false;
 			j++;
 		}
-		if (!sorted)
+		if (!sorted && rs)
+			sort_run_with_rows(&ts[i], &rs[i], j - i);
+		else if (!sorted)
 			qsort(&ts[i], j - i, sizeof(uint64), tid_cmp);
 		i = j;
 	}
 }
 
 /*
- * Start a spilled sort of (key, TID) pairs using at most work_mem kilobytes
- * of memory (more runs go to temporary files).
+ * Start a spilled sort of (key, TID) pairs, with the included values of inc
+ * (NULL for none), using at most work_mem kilobytes of memory (more runs go
+ * to temporary files).
  */
 EytzSpill *
-eytz_spill_begin(int work_mem)
+eytz_spill_begin(int work_mem, const EytzInclude *inc)
 {
 	EytzSpill  *spill = palloc0(sizeof(EytzSpill));
 	TypeCacheEntry *uuid = lookup_type_cache(UUIDOID, TYPECACHE_LT_OPR);
 
-	spill->sort = tuplesort_begin_datum(UUIDOID, uuid->lt_opr, InvalidOid,
-										false, work_mem, NULL, TUPLESORT_NONE);
+	spill->ncols = inc ? inc->ncols : 0;
+	if (spill->ncols == 0)
+		spill->sort = tuplesort_begin_datum(UUIDOID, uuid->lt_opr, InvalidOid,
+											false, work_mem, NULL, TUPLESORT_NONE);
+	else
+	{
+		TupleDesc	desc = CreateTemplateTupleDesc(1 + spill->ncols);
+		AttrNumber	attno = 1;
+		Oid			collation = InvalidOid;
+		bool		nulls_first = false;
+		int			c;
+
+		TupleDescInitEntry(desc, 1, "pair", UUIDOID, -1, 0);
+		for (c = 0; c < spill->ncols; c++)
+			TupleDescInitEntry(desc, 2 + c, NULL, inc->typid[c], -1, 0);
+		spill->sort = tuplesort_begin_heap(desc, 1, &attno, &uuid->lt_opr,
+										   &collation, &nulls_first, work_mem,
+										   NULL, TUPLESORT_NONE);
+		spill->in = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+		spill->out = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	}
 	return spill;
 }
 
 static void
-spill_put(EytzSpill *spill, uint64 key, uint64 packed_tid)
+spill_put(EytzSpill *spill, uint64 key, uint64 packed_tid, const Datum *values,
+		  const bool *isnull)
 {
 	pg_uuid_t	pair;
 	int			i;
@@ -220,25 +315,42 @@ spill_put(EytzSpill *spill, uint64 key, uint64 packed_tid)
 		pair.data[i] = (unsigned char) (key >> (56 - 8 * i));
 		pair.data[8 + i] = (unsigned char) (packed_tid >> (56 - 8 * i));
 	}
-	/* tuplesort copies the datum */
-	tuplesort_putdatum(spill->sort, UUIDPGetDatum(&pair), false);
+	/* tuplesort copies the datum or the tuple */
+	if (spill->ncols == 0)
+		tuplesort_putdatum(spill->sort, UUIDPGetDatum(&pair), false);
+	else
+	{
+		TupleTableSlot *slot = spill->in;
+
+		ExecClearTuple(slot);
+		slot->tts_values[0] = UUIDPGetDatum(&pair);
+		slot->tts_isnull[0] = false;
+		memcpy(&slot->tts_values[1], values, sizeof(Datum) * spill->ncols);
+		memcpy(&slot->tts_isnull[1], isnull, sizeof(bool) * spill->ncols);
+		ExecStoreVirtualTuple(slot);
+		tuplesort_puttupleslot(spill->sort, slot);
+	}
 	spill->n++;
 }
 
 void
-eytz_spill_add(EytzSpill *spill, uint64 key, ItemPointer tid)
+eytz_spill_add(EytzSpill *spill, uint64 key, ItemPointer tid,
+			   const Datum *values, const bool *isnull)
 {
-	spill_put(spill, key, eytz_tid_pack(tid));
+	spill_put(spill, key, eytz_tid_pack(tid), values, isnull);
 }
 
 /*
- * Move all of pairs into the spilled sort, from the end, giving their memory
- * back as they go so the sort can take it; pairs is left empty.
+ * Move all of pairs (with their rows' included values in rv, NULL without)
+ * into the spilled sort, from the end, giving their memory back as they go
+ * so the sort can take it; pairs is left empty.
  */
 void
-eytz_spill_take(EytzSpill *spill, EytzPairs *pairs)
+eytz_spill_take(EytzSpill *spill, EytzPairs *pairs, const EytzRowValues *rv)
 {
 	uint64		step = Max(pairs->n / 8, 1024);
+	Datum		values[EYTZ_MAX_INCLUDE];
+	bool		isnull[EYTZ_MAX_INCLUDE];
 
 	while (pairs->n > 0)
 	{
@@ -246,12 +358,18 @@ eytz_spill_take(EytzSpill *spill, EytzPairs *pairs)
 		uint64		i;
 
 		for (i = from; i < pairs->n; i++)
-			spill_put(spill, pairs->keys[i], pairs->tids[i]);
+		{
+			if (spill->ncols > 0)
+				eytz_rows_get(rv, pairs->rows[i], values, isnull);
+			spill_put(spill, pairs->keys[i], pairs->tids[i], values, isnull);
+		}
 		pairs->n = from;
 		if (from > 0)
 		{
 			pairs->keys = repalloc_huge(pairs->keys, sizeof(uint64) * from);
 			pairs->tids = repalloc_huge(pairs->tids, sizeof(uint64) * from);
+			if (pairs->rows)
+				pairs->rows = repalloc_huge(pairs->rows, sizeof(uint64) * from);
 			pairs->cap = from;
 		}
 		CHECK_FOR_INTERRUPTS();
@@ -271,19 +389,35 @@ eytz_spill_sort(EytzSpill *spill)
 	tuplesort_performsort(spill->sort);
 }
 
-/* The next pair in (key, TID) order; false at the end */
+/*
+ * The next pair in (key, TID) order, with its included values (if the sort
+ * has any); false at the end
+ */
 bool
-eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid)
+eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid,
+				Datum *values, bool *isnull)
 {
 	Datum		datum;
-	bool		isnull;
+	bool		null;
 	pg_uuid_t  *pair;
 	uint64		k = 0,
 				t = 0;
 	int			i;
 
-	if (!tuplesort_getdatum(spill->sort, true, &datum, &isnull, NULL))
-		return false;
+	if (spill->ncols == 0)
+	{
+		if (!tuplesort_getdatum(spill->sort, true, &datum, &null, NULL))
+			return false;
+	}
+	else
+	{
+		if (!tuplesort_gettupleslot(spill->sort, true, false, spill->out, NULL))
+			return false;
+		slot_getallattrs(spill->out);
+		datum = spill->out->tts_values[0];
+		memcpy(values, &spill->out->tts_values[1], sizeof(Datum) * spill->ncols);
+		memcpy(isnull, &spill->out->tts_isnull[1], sizeof(bool) * spill->ncols);
+	}
 	pair = DatumGetUUIDP(datum);
 	for (i = 0; i < 8; i++)
 	{
@@ -291,7 +425,8 @@ eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid)
 		t = (t << 8) | pair->data[8 + i];
 	}
 	/* a pass-by-reference datum comes back as a copy of our own */
-	pfree(pair);
+	if (spill->ncols == 0)
+		pfree(pair);
 	*key = k;
 	*packed_tid = t;
 	return true;
@@ -301,5 +436,10 @@ void
 eytz_spill_end(EytzSpill *spill)
 {
 	tuplesort_end(spill->sort);
+	if (spill->in)
+	{
+		ExecDropSingleTupleTableSlot(spill->in);
+		ExecDropSingleTupleTableSlot(spill->out);
+	}
 	pfree(spill);
 }

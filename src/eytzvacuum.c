@@ -22,7 +22,7 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 #define EYTZ_VACUUM_MERGE_DEAD_PCT	20
 
@@ -63,11 +63,16 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	Buffer		metabuf;
 	uint32		p;
 	int			b;
+	Size		size = eytz_pending_entry_size(eytz_include_count(index));
 
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
 
-	/* keep merges and inserts out while the pages change */
+	/*
+	 * Wait for index-only scans to be done with the TIDs they returned
+	 * (eytzscan.c), then keep merges and inserts out while the pages change
+	 */
+	LockPage(index, EYTZ_IOS_LOCK_BLKNO, ExclusiveLock);
 	LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 	eytz_read_meta(index, &meta);
 	metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
@@ -126,7 +131,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, pblocks[b],
 											 RBM_NORMAL, info->strategy);
 		Page		page;
-		EytzPendingEntry *entries;
+		char	   *entries;
 		bool		keep[EYTZ_PENDING_PER_PAGE];
 		int			count,
 					i,
@@ -134,22 +139,24 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		page = BufferGetPage(buf);
-		entries = (EytzPendingEntry *) PageGetContents(page);
+		entries = PageGetContents(page);
 		count = EytzPageGetOpaque(page)->count;
 		for (i = 0; i < count; i++)
-			if ((keep[i] = !callback(&entries[i].tid, callback_state)))
+			if ((keep[i] = !callback(&((EytzPendingEntry *) (entries + i * size))->tid,
+									 callback_state)))
 				out++;
 		if (out < count)
 		{
 			GenericXLogState *state;
 			EytzMetaPage m = start_change(index, &state, buf, &page, metabuf);
 
-			entries = (EytzPendingEntry *) PageGetContents(page);
+			/* entries move with their included values */
+			entries = PageGetContents(page);
 			for (i = 0, out = 0; i < count; i++)
 				if (keep[i])
-					entries[out++] = entries[i];
+					memmove(entries + size * out++, entries + size * i, size);
 			EytzPageGetOpaque(page)->count = out;
-			((PageHeader) page)->pd_lower = (char *) &entries[out] - (char *) page;
+			((PageHeader) page)->pd_lower = entries + size * out - (char *) page;
 			m->npending -= count - out;
 			finish_change(state, metabuf);
 		}
@@ -160,6 +167,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	}
 	ReleaseBuffer(metabuf);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	UnlockPage(index, EYTZ_IOS_LOCK_BLKNO, ExclusiveLock);
 	pfree(pblocks);
 
 	stats->tuples_removed += removed;
