@@ -155,8 +155,9 @@ pg_stop >/dev/null 2>&1
 if command -v prove >/dev/null; then
 	# in a copy the server's user can reach and write
 	rm -rf /tmp/tap && mkdir -p /tmp/tap && cp -r t bench /tmp/tap/ && chown -R postgres /tmp/tap
-	export PERL5LIB=$($PG_CONFIG --pgxs | sed 's,/src/makefiles/pgxs.mk,,')/src/test/perl:/tmp/tap/bench/perl5
-	su postgres -s /bin/bash -c "cd /tmp/tap && env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH PERL5LIB=$PERL5LIB EYTZ_SERVICE_DEVICE=gpu TZ=UTC PGOPTIONS= timeout ${TAP_TIMEOUT:-120} prove -v t/040_service.pl" >"$OUT/tap.txt" 2>&1
+	pgxs=$($PG_CONFIG --pgxs | sed 's,/src/makefiles/pgxs.mk,,')
+	export PERL5LIB=$pgxs/src/test/perl:/tmp/tap/bench/perl5
+	su postgres -s /bin/bash -c "cd /tmp/tap && env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH PERL5LIB=$PERL5LIB PG_REGRESS=$pgxs/src/test/regress/pg_regress EYTZ_SERVICE_DEVICE=gpu TZ=UTC PGOPTIONS= timeout ${TAP_TIMEOUT:-120} prove -v t/040_service.pl" >"$OUT/tap.txt" 2>&1
 	echo "t/040_service.pl with the GPU: rc $?, $(grep -c '^ok' "$OUT/tap.txt") ok, $(grep -c '^not ok' "$OUT/tap.txt") not ok" | tee -a "$OUT/summary.txt"
 	grep -E '^(not )?ok|Result|Dubious' "$OUT/tap.txt" | tail -60
 	tail -5 "$OUT/tap.txt"
