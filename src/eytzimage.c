@@ -316,6 +316,7 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 	uint32		depth = 0; \
 	uint32		cnt = *n; \
 	uint32		q; \
+	uint64		prev_lo = 0; \
 \
 	for (q = 0; q < nq; q++) \
 	{ \
@@ -332,6 +333,10 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 \
 		if ((q & 0x3FFF) == 0x3FFF) \
 			CHECK_FOR_INTERRUPTS(); \
+		/* a path is shared only in key order: out of order, from the root */ \
+		if (lo < prev_lo) \
+			depth = 0; \
+		prev_lo = lo; \
 		while (l < depth && lo <= step[l].ub) \
 			l++; \
 		/* the shared levels: matches where the previous query's were */ \

@@ -56,7 +56,8 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
 
 /*
  * Batched search of the image: the queries order[start..nq) are answered
- * in that order, whole queries only, while their matches fit in
+ * in that order (fastest sorted by low key: a query then starts where its
+ * path leaves the previous one's), whole queries only, while their matches fit in
  * out[0..max).  A query is (tid: its low key, row: its index into hi,
  * unused: the batch row it answers); hi NULL means every query is a point.
  * Live matches (packed TID, batch row) are appended to out from *nout on.
