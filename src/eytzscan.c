@@ -10,7 +10,8 @@
  * the executor re-evaluates the quals on each heap tuple.
  *
  * Index-only scans get each entry as an index tuple: the key decoded (for
- * the key types that decode exactly) and the included values.  The executor
+ * the key types that decode exactly) and the included values, in the order
+ * the search found them (as btree, which returns them in key order).  The executor
  * trusts the visibility map for a TID between amgettuple returning it and
  * the next call, so VACUUM must not remove that TID's heap tuple meanwhile
  * (nbtree holds a pin on the leaf page for that): an index-only scan holds
@@ -43,13 +44,16 @@ typedef struct EytzScanOpaqueData
 	int			ntids;
 	int			next;
 
-	/* index-only scans: the chunk's keys and values, returned in TID order */
+	/*
+	 * index-only scans: the chunk's keys and values, returned in the order
+	 * the search found them (as btree's in key order: sorting them by TID
+	 * would make each access to these arrays a cache miss)
+	 */
 	bool		locked;			/* holding EYTZ_IOS_LOCK_BLKNO (see above) */
 	int			ncols;
 	uint64	   *keys;
 	Datum	   *values;			/* [i * ncols + c] */
 	bool	   *isnull;
-	int		   *order;			/* the chunk's entries by TID */
 	MemoryContext itup_cxt;		/* the index tuple returned last */
 } EytzScanOpaqueData;
 
@@ -83,7 +87,6 @@ reset_scan(IndexScanDesc scan)
 		pfree(so->keys);
 		pfree(so->values);
 		pfree(so->isnull);
-		pfree(so->order);
 	}
 	if (so->locked)
 		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
@@ -132,7 +135,6 @@ start_search(IndexScanDesc scan, int cap)
 		so->keys = palloc(sizeof(uint64) * cap);
 		so->values = palloc(sizeof(Datum) * cap * Max(so->ncols, 1));
 		so->isnull = palloc(sizeof(bool) * cap * Max(so->ncols, 1));
-		so->order = palloc(sizeof(int) * cap);
 		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
 		if (so->itup_cxt == NULL)
 			so->itup_cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -153,7 +155,7 @@ max_chunk(EytzScanOpaque so)
 	Size		n;
 
 	if (so->keys)
-		entry += sizeof(uint64) + sizeof(int) +
+		entry += sizeof(uint64) +
 			(sizeof(Datum) + sizeof(bool)) * Max(so->ncols, 1);
 	n = (Size) work_mem * 1024 / entry;
 	return (int) Min(Max(n, EYTZ_FIRST_CHUNK),
@@ -167,37 +169,22 @@ tid_cmp(const void *a, const void *b)
 	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
-/* qsort_arg order of the entries of a chunk by TID */
-static int
-order_cmp(const void *a, const void *b, void *arg)
-{
-	const ItemPointerData *tids = arg;
-
-	return ItemPointerCompare((ItemPointer) &tids[*(const int *) a],
-							  (ItemPointer) &tids[*(const int *) b]);
-}
 
 /*
- * The next chunk of an index-only scan, sorted by TID through order; the
- * lock is let go between chunks, so VACUUM can get in
+ * The next chunk of an index-only scan; the lock is let go between chunks,
+ * so VACUUM can get in
  */
 static int
 next_itup_chunk(IndexScanDesc scan)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
-	int			n,
-				i;
 
 	if (so->locked)
 		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	LockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	so->locked = true;
-	n = eytz_search_next_values(so->search, so->tids, so->keys, so->values,
-								so->isnull, so->cap);
-	for (i = 0; i < n; i++)
-		so->order[i] = i;
-	qsort_arg(so->order, n, sizeof(int), order_cmp, so->tids);
-	return n;
+	return eytz_search_next_values(so->search, so->tids, so->keys, so->values,
+								   so->isnull, so->cap);
 }
 
 /* Entry i of the chunk as the index tuple of an index-only scan */
@@ -242,7 +229,6 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 									  sizeof(Datum) * so->cap * Max(so->ncols, 1));
 				so->isnull = repalloc(so->isnull,
 									  sizeof(bool) * so->cap * Max(so->ncols, 1));
-				so->order = repalloc(so->order, sizeof(int) * so->cap);
 			}
 		}
 		if (so->keys)
@@ -258,7 +244,7 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 	if (so->keys)
 	{
-		int			i = so->order[so->next++];
+		int			i = so->next++;
 
 		scan->xs_heaptid = so->tids[i];
 		form_itup(scan, i);
