@@ -186,6 +186,26 @@ k_unpermute_keys(PermShape ps, const KT *ek, KT *sk)
 		sk[fast_rank(ps, t)] = ek[t];
 }
 
+/* inv[rank(t)] = t: the slot of each sorted rank */
+static __global__ void
+k_slot_of_rank(PermShape ps, uint32_t *inv)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < ps.n; t += stride)
+		inv[fast_rank(ps, t)] = (uint32_t) t;
+}
+
+/* map[t] = inv[rank(t)] for the slots t of another layout (ps) of the same entries */
+static __global__ void
+k_slot_map(PermShape ps, const uint32_t *inv, uint32_t *map)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < ps.n; t += stride)
+		map[t] = inv[fast_rank(ps, t)];
+}
+
 /*
  * *bad := 1 if sorted keys sk repeat a key or a payload equals NO_MATCH (sp
  * may be NULL): the point fast paths need unique keys and their miss marker.

@@ -11,6 +11,12 @@
  * payload needs more than 31 bits, two stable sorts (by row, then by
  * payload) do it.  Misses, tombstones and queries past the prefix get a
  * marker that sorts last; the split writes the first nmatch pairs apart.
+ *
+ * Included columns: the lookups then run on a slot view of the index (a
+ * match's "payload" is its slot, Idx.slots), the item kernels read the real
+ * payload at the slot (JoinSlots) and every item carries its slot through
+ * the sort; after it, k_join_gather reads the columns' values and NULL bits
+ * at the sorted slots, so the columns come in match order.
  */
 #ifndef EYTZ_JOIN_CUH
 #define EYTZ_JOIN_CUH
@@ -23,6 +29,7 @@ namespace eytzk
 /* a payload whose block part (payload >> 16) is this is a tombstone */
 static constexpr uint64_t TOMBSTONE_BLOCK = 0xFFFFFFFFull;
 static constexpr uint64_t JOIN_MARK = ~0ull;
+#define EYTZ_JOIN_MAX_COLUMNS 16	/* = EYTZGPU_MAX_COLUMNS of the API */
 
 /* How live payloads are compacted (computed once per index) */
 struct JoinCode
@@ -48,6 +55,56 @@ struct JoinBufs
 			   *key_b;
 	uint32_t   *row_a,			/* two-key mode; the rows returned in both modes */
 			   *row_b;
+	uint32_t   *slot_a,			/* with columns: the slots, one-key mode (NULL: none) */
+			   *slot_b;
+	uint64_t   *rs_a,			/* with columns, two-key mode: slot << 32 | row (NULL: none) */
+			   *rs_b;
+};
+
+/*
+ * With columns, what the lookups return is a slot (of the binary copy when
+ * map is set: map gives the index's slot); the item kernels read the payload
+ * there.  on = false: the lookups returned payloads.
+ */
+struct JoinSlots
+{
+	bool		on;
+	const uint32_t *map;		/* binary copy's slot -> the index's slot, or NULL */
+	const uint64_t *pays;		/* SoA payloads, or NULL for AoS */
+	const unsigned char *aos;
+	uint32_t	tp;
+	uint32_t	tile_bytes;
+	uint32_t	key_bytes;
+};
+
+/* A found result r: with columns its slot becomes *slot and r its payload */
+__device__ __forceinline__ uint64_t
+join_resolve(const JoinSlots &js, uint64_t r, uint32_t *slot)
+{
+	uint64_t	t;
+
+	if (!js.on)
+		return r;
+	t = js.map ? js.map[r] : r;
+	*slot = (uint32_t) t;
+	if (js.aos)
+	{
+		const unsigned char *b = js.aos + (t >> js.tp) * js.tile_bytes + ((uint64_t) js.key_bytes << js.tp);
+
+		return __ldg((const uint64_t *) b + (t & ((1u << js.tp) - 1)));
+	}
+	return __ldg(js.pays + t);
+}
+
+/* Included columns to gather (the mask's, in column order) */
+struct JoinGather
+{
+	int			ncols;
+	int			width[EYTZ_JOIN_MAX_COLUMNS];
+	const void *values[EYTZ_JOIN_MAX_COLUMNS];	/* slot order */
+	const uint8_t *nulls[EYTZ_JOIN_MAX_COLUMNS];	/* bit slot % 8 of byte slot / 8, or NULL */
+	void	   *out[EYTZ_JOIN_MAX_COLUMNS];	/* match order */
+	uint8_t    *out_nulls[EYTZ_JOIN_MAX_COLUMNS];	/* one byte per match */
 };
 
 /* Keys narrowed to the index's width on the GPU (the low bytes) */
@@ -111,18 +168,32 @@ join_expand(const JoinCode &c, uint64_t r)
 	return (((r >> c.obits) + c.minblk) << 16) | (r & ((1ull << c.obits) - 1));
 }
 
-/* Item j of the sort: the pair (p, row) if live, else the marker.  Returns live. */
+/*
+ * Item j of the sort: the pair (p, row) if live, else the marker.  r: the
+ * lookup's result (a payload, or with columns a slot), found or not.
+ * Returns live.
+ */
 __device__ __forceinline__ uint32_t
-join_put(const JoinCode &c, const JoinBufs &b, uint64_t j, bool found, uint64_t p, uint32_t row)
+join_put(const JoinCode &c, const JoinBufs &b, const JoinSlots &js, uint64_t j, bool found, uint64_t r,
+		 uint32_t row)
 {
+	uint32_t	slot = 0;
+	uint64_t	p = found ? join_resolve(js, r, &slot) : 0;
 	bool		live = found && (p >> 16) != TOMBSTONE_BLOCK;
 
 	if (c.one_key)
+	{
 		b.key_a[j] = live ? (join_compact(c, p) << 32) | row : JOIN_MARK;
+		if (b.slot_a)
+			b.slot_a[j] = slot;
+	}
 	else
 	{
 		b.key_a[j] = live ? join_compact(c, p) : JOIN_MARK;
-		b.row_a[j] = row;
+		if (b.rs_a)
+			b.rs_a[j] = ((uint64_t) slot << 32) | row;
+		else
+			b.row_a[j] = row;
 	}
 	return live;
 }
@@ -170,7 +241,7 @@ k_join_prefix(const uint64_t *off, uint64_t nq, uint64_t max_matches, JoinStat *
 
 /* Point results in query order (first[i]: payload or NO_MATCH), rows[i] beside */
 static __global__ void
-k_join_from_first(const uint64_t *first, const uint32_t *rows, uint64_t nq, JoinCode c, JoinBufs b,
+k_join_from_first(const uint64_t *first, const uint32_t *rows, uint64_t nq, JoinCode c, JoinBufs b, JoinSlots js,
 				  JoinStat *stat)
 {
 	uint64_t	nq_done = stat->nq_done;
@@ -182,7 +253,7 @@ k_join_from_first(const uint64_t *first, const uint32_t *rows, uint64_t nq, Join
 		uint32_t	live = 0;
 
 		if (i < nq)
-			live = join_put(c, b, i, i < nq_done && first[i] != NO_MATCH, first[i], rows[i]);
+			live = join_put(c, b, js, i, i < nq_done && first[i] != NO_MATCH, first[i], rows[i]);
 		join_count(stat, live);
 	}
 }
@@ -194,7 +265,7 @@ k_join_from_first(const uint64_t *first, const uint32_t *rows, uint64_t nq, Join
  */
 static __global__ void
 k_join_from_csr(const uint64_t *out, const uint64_t *off, const uint32_t *rows, uint64_t nq_done, JoinCode c,
-				JoinBufs b, JoinStat *stat)
+				JoinBufs b, JoinSlots js, JoinStat *stat)
 {
 	const int	lane = threadIdx.x & 31;
 	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
@@ -216,7 +287,7 @@ k_join_from_csr(const uint64_t *out, const uint64_t *off, const uint32_t *rows, 
 		}
 		if (e - s <= 32)
 			for (uint64_t j = s; j < e; j++)
-				live += join_put(c, b, j, true, out[j], row);
+				live += join_put(c, b, js, j, true, out[j], row);
 		m = __ballot_sync(FULL, e - s > 32);
 		while (m)
 		{
@@ -226,7 +297,7 @@ k_join_from_csr(const uint64_t *out, const uint64_t *off, const uint32_t *rows, 
 			uint32_t	wr = __shfl_sync(FULL, row, src);
 
 			for (uint64_t j = ws + lane; j < we; j += 32)
-				live += join_put(c, b, j, true, out[j], wr);
+				live += join_put(c, b, js, j, true, out[j], wr);
 			m &= m - 1;
 		}
 		join_count(stat, live);
@@ -241,7 +312,7 @@ k_join_from_csr(const uint64_t *out, const uint64_t *off, const uint32_t *rows, 
 template <class KT, int NK, bool AOS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 k_point_join(Idx<KT> ix, const KT *skeys, const uint32_t *srows, uint64_t nq, uint32_t full_levels, JoinCode c,
-			 JoinBufs b, JoinStat *stat)
+			 JoinBufs b, JoinSlots js, JoinStat *stat)
 {
 	uint64_t	stride = (uint64_t) gridDim.x * BLOCK;
 
@@ -254,15 +325,20 @@ k_point_join(Idx<KT> ix, const KT *skeys, const uint32_t *srows, uint64_t nq, ui
 		{
 			uint64_t	p = point_one<KT, NK, AOS, false>(ix, NULL, 0, full_levels, skeys[j]);
 
-			live = join_put(c, b, j, p != NO_MATCH, p, srows[j]);
+			live = join_put(c, b, js, j, p != NO_MATCH, p, srows[j]);
 		}
 		join_count(stat, live);
 	}
 }
 
-/* The first nmatch sorted items as payloads (pay) and rows (row: already in place in two-key mode) */
+/*
+ * The first nmatch sorted items as payloads (pay) and rows (row: already in
+ * place in two-key mode without columns); rs: two-key mode with columns, the
+ * sorted (slot, row) pairs, split into row and slot.
+ */
 static __global__ void
-k_join_split(const uint64_t *keys, uint64_t n, JoinCode c, const JoinStat *stat, uint64_t *pay, uint32_t *row)
+k_join_split(const uint64_t *keys, const uint64_t *rs, uint64_t n, JoinCode c, const JoinStat *stat, uint64_t *pay,
+			 uint32_t *row, uint32_t *slot)
 {
 	uint64_t	m = stat->nmatch < n ? stat->nmatch : n;
 	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
@@ -277,14 +353,70 @@ k_join_split(const uint64_t *keys, uint64_t n, JoinCode c, const JoinStat *stat,
 			row[j] = (uint32_t) k;
 		}
 		else
+		{
 			pay[j] = join_expand(c, k);
+			if (rs)
+			{
+				row[j] = (uint32_t) rs[j];
+				slot[j] = (uint32_t) (rs[j] >> 32);
+			}
+		}
+	}
+}
+
+/* Value of width W at slot t */
+template <int W>
+__device__ __forceinline__ void
+gather_one(const void *values, void *out, uint64_t t, uint64_t j)
+{
+	typedef typename std::conditional<W == 1, uint8_t,
+			typename std::conditional<W == 2, uint16_t,
+			typename std::conditional<W == 4, uint32_t, uint64_t>::type>::type>::type T;
+
+	((T *) out)[j] = __ldg((const T *) values + t);
+}
+
+/*
+ * The included columns of the first nmatch sorted items: values and NULL
+ * flags read at each item's slot, written in match order (coalesced per
+ * column).
+ */
+static __global__ void
+k_join_gather(const uint32_t *slots, uint64_t n, const JoinStat *stat, JoinGather g)
+{
+	uint64_t	m = stat->nmatch < n ? stat->nmatch : n;
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < m; j += stride)
+	{
+		uint64_t	t = slots[j];
+
+		for (int c = 0; c < g.ncols; c++)
+		{
+			switch (g.width[c])
+			{
+				case 1:
+					gather_one<1>(g.values[c], g.out[c], t, j);
+					break;
+				case 2:
+					gather_one<2>(g.values[c], g.out[c], t, j);
+					break;
+				case 4:
+					gather_one<4>(g.values[c], g.out[c], t, j);
+					break;
+				default:
+					gather_one<8>(g.values[c], g.out[c], t, j);
+					break;
+			}
+			g.out_nulls[c][j] = g.nulls[c] ? (__ldg(g.nulls[c] + (t >> 3)) >> (t & 7)) & 1 : 0;
+		}
 	}
 }
 
 template <class KT>
 static inline cudaError_t
 launch_point_join(const Idx<KT> &ix, const KT *skeys, const uint32_t *srows, uint64_t nq, const JoinCode &c,
-				  const JoinBufs &b, JoinStat *stat, cudaStream_t st)
+				  const JoinBufs &b, const JoinSlots &js, JoinStat *stat, cudaStream_t st)
 {
 	uint32_t	full = eytz_shape(ix.n, ix.k).full_levels;
 
@@ -293,7 +425,7 @@ launch_point_join(const Idx<KT> &ix, const KT *skeys, const uint32_t *srows, uin
 
 		/* no shared memory: the small blocks, no more of them than there are lookups for */
 		return launch_persistent(kern, kern, 0, 0, (nq + EYTZ_SINGLE_BLOCK - 1) / EYTZ_SINGLE_BLOCK, st, ix, skeys,
-								 srows, nq, full, c, b, stat);
+								 srows, nq, full, c, b, js, stat);
 	});
 }
 
@@ -303,32 +435,40 @@ join_sort_temp_bytes(uint64_t n, size_t *bytes)
 {
 	size_t		a = 0,
 				b = 0,
-				c = 0;
+				c = 0,
+				d = 0;
 	cudaError_t e;
 
+	/* keys only; (row, payload); (payload, row or slot); (payload or slot << 32 | row, the other) */
 	if ((e = cub::DeviceRadixSort::SortKeys((void *) NULL, a, (const uint64_t *) NULL, (uint64_t *) NULL, (int) n,
 											0, 64)) != cudaSuccess ||
 		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, b, (const uint32_t *) NULL, (uint32_t *) NULL,
 											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) n, 0, 32)) != cudaSuccess ||
 		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, c, (const uint64_t *) NULL, (uint64_t *) NULL,
-											 (const uint32_t *) NULL, (uint32_t *) NULL, (int) n, 0, 64)) != cudaSuccess)
+											 (const uint32_t *) NULL, (uint32_t *) NULL, (int) n, 0, 64)) != cudaSuccess ||
+		(e = cub::DeviceRadixSort::SortPairs((void *) NULL, d, (const uint64_t *) NULL, (uint64_t *) NULL,
+											 (const uint64_t *) NULL, (uint64_t *) NULL, (int) n, 0, 64)) != cudaSuccess)
 		return e;
-	*bytes = std::max(a, std::max(b, c));
+	*bytes = std::max(std::max(a, b), std::max(c, d));
 	return cudaSuccess;
 }
 
 /*
  * Sort the n items of b by (payload, row) and split the first nmatch into
- * *pay and *row (pointers into b; valid until b is reused).
+ * *pay and *row, and with columns (b.slot_a or b.rs_a set) their slots into
+ * *slot (pointers into b; valid until b is reused).
  */
 static inline cudaError_t
 join_sort(const JoinBufs &b, uint64_t n, const JoinCode &c, const JoinStat *stat, void *temp, size_t temp_bytes,
-		  uint64_t **pay, uint32_t **row, cudaStream_t st)
+		  uint64_t **pay, uint32_t **row, uint32_t **slot, cudaStream_t st)
 {
 	size_t		tb = temp_bytes;
 	const uint64_t *sorted;
+	const uint64_t *rs = NULL;
+	int			pend = (int) std::min(c.pbits + 1, 64u);
 	cudaError_t e;
 
+	*slot = NULL;
 	if (n == 0)
 	{
 		*pay = b.key_a;
@@ -337,25 +477,40 @@ join_sort(const JoinBufs &b, uint64_t n, const JoinCode &c, const JoinStat *stat
 	}
 	if (c.one_key)
 	{
-		/* payload bits, then the 32 row bits, then the marker's bit */
-		e = cub::DeviceRadixSort::SortKeys(temp, tb, b.key_a, b.key_b, (int) n, 0, (int) c.pbits + 33, st);
+		/* payload bits, then the 32 row bits, then the marker's bit; slots ride along */
+		if (b.slot_a)
+			e = cub::DeviceRadixSort::SortPairs(temp, tb, b.key_a, b.key_b, b.slot_a, b.slot_b, (int) n, 0,
+												(int) c.pbits + 33, st);
+		else
+			e = cub::DeviceRadixSort::SortKeys(temp, tb, b.key_a, b.key_b, (int) n, 0, (int) c.pbits + 33, st);
 		sorted = b.key_b;
 		*pay = b.key_a;
+		*slot = b.slot_b;
+	}
+	else if (b.rs_a)
+	{
+		/* stable: by row (the low half of slot << 32 | row), then by payload */
+		e = cub::DeviceRadixSort::SortPairs(temp, tb, b.rs_a, b.rs_b, b.key_a, b.key_b, (int) n, 0, 32, st);
+		if (e == cudaSuccess)
+			e = cub::DeviceRadixSort::SortPairs(temp, tb, b.key_b, b.key_a, b.rs_b, b.rs_a, (int) n, 0, pend, st);
+		sorted = b.key_a;
+		rs = b.rs_a;
+		*pay = b.key_b;
+		*slot = b.slot_a;
 	}
 	else
 	{
 		/* stable: by row, then by payload (the marker has bit pbits set) */
 		e = cub::DeviceRadixSort::SortPairs(temp, tb, b.row_a, b.row_b, b.key_a, b.key_b, (int) n, 0, 32, st);
 		if (e == cudaSuccess)
-			e = cub::DeviceRadixSort::SortPairs(temp, tb, b.key_b, b.key_a, b.row_b, b.row_a, (int) n, 0,
-												(int) std::min(c.pbits + 1, 64u), st);
+			e = cub::DeviceRadixSort::SortPairs(temp, tb, b.key_b, b.key_a, b.row_b, b.row_a, (int) n, 0, pend, st);
 		sorted = b.key_a;
 		*pay = b.key_b;
 	}
 	*row = b.row_a;
 	if (e != cudaSuccess)
 		return e;
-	k_join_split<<<grid1d(n), 256, 0, st>>>(sorted, n, c, stat, *pay, *row);
+	k_join_split<<<grid1d(n), 256, 0, st>>>(sorted, rs, n, c, stat, *pay, *row, *slot);
 	return cudaGetLastError();
 }
 

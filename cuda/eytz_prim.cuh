@@ -48,6 +48,7 @@ struct Idx
 	uint32_t	levels;
 	uint32_t	tp;				/* AoS tile = 2^tp entries */
 	uint32_t	tile_bytes;
+	bool		slots;			/* a match's "payload" is its slot (joins that gather included columns) */
 };
 
 /*
@@ -129,6 +130,8 @@ template <class KT>
 __device__ __forceinline__ uint64_t
 pay_at(const Idx<KT> &ix, uint64_t t)
 {
+	if (ix.slots)
+		return t;
 	if (ix.aos)
 	{
 		const unsigned char *b = ix.aos + (t >> ix.tp) * ix.tile_bytes + ((uint64_t) sizeof(KT) << ix.tp);

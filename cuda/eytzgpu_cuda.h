@@ -1,6 +1,6 @@
 /*
  * eytzgpu_cuda.h
- *		C API of the GPU side of eytzgpu (implemented in cuda/eytzgpu_cuda.cu).
+ *		C API of the GPU side of eytzgpu (implemented in cuda/eytzgpu_*.cu).
  *
  * Plain C99, no CUDA types: the extension includes it from C.  Every function
  * returns an EYTZGPU_* code (0 = ok) and, on failure, writes a message into the
@@ -38,6 +38,9 @@ extern "C"
 
 /* Payload written for a miss by point-mode helpers (never part of CSR output) */
 #define EYTZGPU_NO_MATCH	UINT64_MAX
+
+/* Included columns a resident index can carry (eytzgpu_attach_columns) */
+#define EYTZGPU_MAX_COLUMNS	16
 
 /*
  * Flags for upload/build (resident layout) and for lookup (strategy).
@@ -148,14 +151,20 @@ extern int	eytzgpu_lookup(EytzGpuIndex *idx, const void *lo, const void *hi,
  * Result of one join-shaped batch (eytzgpu_lookup_join): the matches of the
  * first nq_done queries as pairs (payloads[j], rows[j]), j < nmatch, sorted
  * by payload, then row; tombstones (a payload whose block part, payload >>
- * 16, is 0xFFFFFFFF) are dropped.  Both arrays live in pinned host memory
- * owned by the handle (one of its two result sets) and stay valid until the
- * wait of the next batch returns (or the handle is freed).
+ * 16, is 0xFFFFFFFF) are dropped.  For each attached column c in the mask
+ * of eytzgpu_join_columns, columns[c] holds the match's value (nmatch values
+ * of the column's width, in match order) and column_nulls[c] one byte per
+ * match (1 = NULL); both NULL for the other columns.  All arrays live in
+ * pinned host memory owned by the handle (one of its two result sets) and
+ * stay valid until the wait of the next batch returns (or the handle is
+ * freed).
  */
 typedef struct EytzGpuJoinResult
 {
 	const uint64_t *payloads;
 	const uint32_t *rows;
+	const void *columns[EYTZGPU_MAX_COLUMNS];
+	const uint8_t *column_nulls[EYTZGPU_MAX_COLUMNS];
 	uint64_t	nmatch;
 	uint64_t	nq_done;		/* queries answered: a prefix of the batch */
 	uint32_t	strategy;		/* EYTZGPU_STRAT_* | EYTZGPU_REORDER_* | EYTZGPU_PIN_* used */
@@ -212,6 +221,26 @@ extern int	eytzgpu_lookup_join_wait(EytzGpuIndex *idx, EytzGpuJoinResult *res,
 extern int	eytzgpu_lookup_join_inputs(EytzGpuIndex *idx, uint64_t nq, uint64_t **lo,
 									   uint64_t **hi, uint32_t **rows,
 									   char *errbuf, size_t errlen);
+
+/*
+ * Attach m included columns to a resident index (replacing any attached
+ * before; m = 0 detaches them): values[c] holds the index's n values of
+ * widths[c] bytes (1, 2, 4 or 8) in slot order, nulls[c] a bitmap (bit
+ * slot % 8 of byte slot / 8, 1 = NULL) or NULL when the column has no NULLs.
+ * m <= EYTZGPU_MAX_COLUMNS.  *device_bytes (may be NULL) receives the device
+ * memory the handle holds now, the columns included.  The mask of the join
+ * batches is reset to 0.
+ */
+extern int	eytzgpu_attach_columns(EytzGpuIndex *idx, int m, const int *widths, const void *const *values,
+								   const uint8_t *const *nulls, uint64_t *device_bytes,
+								   char *errbuf, size_t errlen);
+
+/*
+ * Which attached columns the next join batches return (bit c = column c),
+ * 0 = none (payloads and rows only).  EYTZGPU_EINVAL for a bit of a column
+ * that is not attached.
+ */
+extern int	eytzgpu_join_columns(EytzGpuIndex *idx, uint32_t mask, char *errbuf, size_t errlen);
 
 /* Release a handle and all its device and pinned memory.  NULL is a no-op. */
 extern void eytzgpu_free(EytzGpuIndex *idx);

@@ -116,6 +116,17 @@ eytzgpu_free(EytzGpuIndex *h)
 		dfree(h->jb.row_a);
 		dfree(h->jb.row_b);
 		dfree(h->d_stat);
+		dfree(h->d_jslot_a);
+		dfree(h->d_jslot_b);
+		dfree(h->d_jrs_a);
+		dfree(h->d_jrs_b);
+		dfree(h->d_cols_out);
+		dfree(h->d_ebs_map);
+		for (i = 0; i < EYTZGPU_MAX_COLUMNS; i++)
+		{
+			dfree(h->d_col[i]);
+			dfree(h->d_col_nulls[i]);
+		}
 		if (h->h_q)
 			(void) cudaFreeHost(h->h_q);
 		if (h->h_off)
@@ -125,7 +136,7 @@ eytzgpu_free(EytzGpuIndex *h)
 		for (i = 0; i < 2; i++)
 		{
 			EytzJoinSet *js = &h->sets[i];
-			void	   *pinned[] = {js->h_lo, js->h_hi, js->h_rows, js->h_pay, js->h_row, js->h_stat};
+			void	   *pinned[] = {js->h_lo, js->h_hi, js->h_rows, js->h_pay, js->h_row, js->h_stat, js->h_cols};
 
 			for (size_t j = 0; j < sizeof(pinned) / sizeof(pinned[0]); j++)
 				if (pinned[j])

@@ -32,6 +32,11 @@ struct EytzJoinSet
 	uint64_t   *h_pay;			/* results (pinned) */
 	uint32_t   *h_row;
 	uint64_t	out_cap;		/* matches the results hold */
+	unsigned char *h_cols;		/* included columns' values and NULL flags (pinned, see col_layout) */
+	size_t		cols_cap;		/* bytes */
+	uint32_t	mask;			/* the columns of this batch */
+	size_t		val_off[EYTZGPU_MAX_COLUMNS],	/* where column c's values and NULL flags start */
+				null_off[EYTZGPU_MAX_COLUMNS];
 	eytzk::JoinStat *h_stat;	/* counts of the batch (pinned) */
 	cudaEvent_t ev[6];			/* H2D, kernels (two parts), D2H */
 	bool		pending;		/* submitted, not yet waited for */
@@ -92,6 +97,22 @@ struct EytzGpuIndex
 	size_t		jkey_cap,		/* bytes of each of the join sort buffers */
 				jrow_cap;
 	eytzk::JoinStat *d_stat;
+	uint32_t   *d_jslot_a,		/* with columns: the items' slots (jb.slot_a/b) */
+			   *d_jslot_b;
+	size_t		jslot_cap;		/* bytes of each */
+	uint64_t   *d_jrs_a,		/* with columns, two-key sorts: slot << 32 | row (jb.rs_a/b) */
+			   *d_jrs_b;
+	size_t		jrs_cap;
+	/* included columns (eytzgpu_attach_columns), slot order */
+	int			ncols;
+	int			col_width[EYTZGPU_MAX_COLUMNS];
+	void	   *d_col[EYTZGPU_MAX_COLUMNS];
+	uint8_t    *d_col_nulls[EYTZGPU_MAX_COLUMNS];	/* NULL: the column has no NULLs */
+	uint32_t   *d_ebs_map;		/* slot of the binary copy -> the index's slot */
+	uint64_t	col_bytes;		/* device bytes of the above (in dev_bytes too) */
+	uint32_t	col_mask;		/* the columns join batches return */
+	unsigned char *d_cols_out;	/* gathered columns of a batch (col_layout) */
+	size_t		cols_out_cap;
 	EytzJoinSet sets[2];
 	int			next_set;		/* the set the next submit uses */
 };
@@ -214,14 +235,22 @@ begin_batch(EytzGpuIndex *h, uint64_t nq, char *errbuf, size_t errlen)
 /* Device query buffers of the handle for nq queries (and the sort buffers when need_sort) */
 extern int	ensure_queries(EytzGpuIndex *h, uint64_t nq, bool need_sort, char *errbuf, size_t errlen);
 
-/* The plan's index views: the one the kernels search, and the shared-memory point path's */
+/*
+ * The plan's index views: the one the kernels search, and the shared-memory
+ * point path's.  slots: matches return their slot instead of their payload.
+ */
 template <class KT>
 static inline eytzk::Idx<KT>
-plan_idx(const EytzGpuIndex *h, bool on_copy)
+plan_idx(const EytzGpuIndex *h, bool on_copy, bool slots = false)
 {
+	eytzk::Idx<KT> ix;
+
 	if (on_copy)
-		return eytzk::make_idx<KT>(h->d_ebs_keys, h->d_ebs_pays, NULL, h->n, 2);
-	return eytzk::make_idx<KT>(h->d_keys, h->d_pays, h->d_aos, h->n, h->k);
+		ix = eytzk::make_idx<KT>(h->d_ebs_keys, h->d_ebs_pays, NULL, h->n, 2);
+	else
+		ix = eytzk::make_idx<KT>(h->d_keys, h->d_pays, h->d_aos, h->n, h->k);
+	ix.slots = slots;
+	return ix;
 }
 
 /* Launch configuration of the lookup kernels of a plan */
@@ -266,7 +295,8 @@ sorted_work_of(const EytzGpuIndex *h)
 
 /*
  * One result per point query lo[i] (device) into out[i]: the payload of a
- * match or NO_MATCH, by the plan's fast path (or its point kernels).
+ * match (its slot when ix.slots, of the view the path searched) or NO_MATCH,
+ * by the plan's fast path (or its point kernels).
  */
 template <class KT>
 static inline cudaError_t
@@ -278,7 +308,8 @@ point_first(EytzGpuIndex *h, const EytzPlan &plan, const eytzk::Idx<KT> &ix, con
 	if (nq == 0)
 		return cudaSuccess;
 	if (plan.path == EYTZ_PATH_SMEM)
-		return eytzk::launch_point_smem<KT>(plan_idx<KT>(h, plan.smem_on_copy), lo, nq, out, EYTZ_SMEM_Q, 0, h->st);
+		return eytzk::launch_point_smem<KT>(plan_idx<KT>(h, plan.smem_on_copy, ix.slots), lo, nq, out, EYTZ_SMEM_Q,
+											0, h->st);
 	if (plan.path == EYTZ_PATH_SORTED)
 	{
 		if (!h->iota_ok)

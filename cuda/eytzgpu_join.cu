@@ -41,14 +41,35 @@ done:
 	return rc;
 }
 
-/* Sort buffers for items (pairs or markers) and the sort's workspace */
+/*
+ * Sort buffers for items (pairs or markers) and the sort's workspace; with
+ * columns also the items' slots (and in two-key sorts their (slot, row)).
+ */
 static int
-ensure_join_items(EytzGpuIndex *h, uint64_t items, char *errbuf, size_t errlen)
+ensure_join_items(EytzGpuIndex *h, uint64_t items, bool cols, char *errbuf, size_t errlen)
 {
 	int			rc = EYTZGPU_OK;
 	size_t		tb = 0,
 				kcap = h->jkey_cap,
-				rcap = h->jrow_cap;
+				rcap = h->jrow_cap,
+				cap;
+
+	if (cols)
+	{
+		cap = h->jslot_cap;
+		CK(grow((void **) &h->d_jslot_a, &cap, items * 4, false));
+		cap = h->jslot_cap;
+		CK(grow((void **) &h->d_jslot_b, &cap, items * 4, false));
+		h->jslot_cap = cap;
+		if (!h->code.one_key)
+		{
+			cap = h->jrs_cap;
+			CK(grow((void **) &h->d_jrs_a, &cap, items * 8, false));
+			cap = h->jrs_cap;
+			CK(grow((void **) &h->d_jrs_b, &cap, items * 8, false));
+			h->jrs_cap = cap;
+		}
+	}
 
 	CK(grow((void **) &h->jb.key_a, &kcap, items * 8, false));
 	kcap = h->jkey_cap;
@@ -90,6 +111,78 @@ done:
 }
 
 /*
+ * Where the included columns of up to cap matches go in a batch's column
+ * buffers (device and pinned alike): per column of the mask its values,
+ * then its NULL flags, each run 16-byte aligned.  Returns the bytes.
+ */
+static size_t
+col_layout(const EytzGpuIndex *h, uint32_t mask, uint64_t cap, size_t *val_off, size_t *null_off)
+{
+	size_t		off = 0;
+
+	for (int c = 0; c < h->ncols; c++)
+		if (mask & (1u << c))
+		{
+			val_off[c] = off;
+			off += (cap * h->col_width[c] + 15) & ~(size_t) 15;
+			null_off[c] = off;
+			off += (cap + 15) & ~(size_t) 15;
+		}
+	return off;
+}
+
+/* Poisoned sort items (EYTZGPU_POISON) */
+static cudaError_t
+poison_items(const JoinBufs &b, uint64_t items, cudaStream_t st)
+{
+	cudaError_t e;
+
+	if ((e = cudaMemsetAsync(b.key_a, 0xFF, items * 8, st)) != cudaSuccess ||
+		(e = cudaMemsetAsync(b.key_b, 0xFF, items * 8, st)) != cudaSuccess ||
+		(e = cudaMemsetAsync(b.row_a, 0xFF, items * 4, st)) != cudaSuccess)
+		return e;
+	if (b.slot_a && ((e = cudaMemsetAsync(b.slot_a, 0xFF, items * 4, st)) != cudaSuccess ||
+					 (e = cudaMemsetAsync(b.slot_b, 0xFF, items * 4, st)) != cudaSuccess))
+		return e;
+	if (b.rs_a && ((e = cudaMemsetAsync(b.rs_a, 0xFF, items * 8, st)) != cudaSuccess ||
+				   (e = cudaMemsetAsync(b.rs_b, 0xFF, items * 8, st)) != cudaSuccess))
+		return e;
+	return cudaSuccess;
+}
+
+/* The sort buffers of a batch (ensure_join_items): with columns the slots' too */
+static JoinBufs
+join_bufs_of(const EytzGpuIndex *h, bool cols)
+{
+	JoinBufs	b = h->jb;
+
+	b.slot_a = cols ? h->d_jslot_a : NULL;
+	b.slot_b = cols ? h->d_jslot_b : NULL;
+	b.rs_a = cols && !h->code.one_key ? h->d_jrs_a : NULL;
+	b.rs_b = cols && !h->code.one_key ? h->d_jrs_b : NULL;
+	return b;
+}
+
+/* How the item kernels turn the lookups' results into payloads (with columns: slots of the view searched) */
+template <class KT>
+static JoinSlots
+join_slots_of(const EytzGpuIndex *h, bool cols, bool on_copy)
+{
+	Idx<KT>		o = plan_idx<KT>(h, false);
+	JoinSlots	js;
+
+	memset(&js, 0, sizeof(js));
+	js.on = cols;
+	js.map = on_copy ? h->d_ebs_map : NULL;
+	js.pays = o.pays;
+	js.aos = o.aos;
+	js.tp = o.tp;
+	js.tile_bytes = o.tile_bytes;
+	js.key_bytes = sizeof(KT);
+	return js;
+}
+
+/*
  * Queue the batch on the handle's stream.  js: its pinned set, inputs already
  * there.  On return the whole batch is queued (ranges: after the count pass
  * was waited for).
@@ -110,7 +203,12 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 	uint64_t	items,
 				copied;
 	uint64_t   *rpay = NULL;
-	uint32_t   *rrow = NULL;
+	uint32_t   *rrow = NULL,
+			   *rslot = NULL;
+	bool		cols = js->mask != 0;
+	JoinBufs	jb;
+	JoinSlots	jsl;
+	size_t		cols_bytes = 0;
 	cudaStream_t st = h->st;
 
 	in.n = h->n;
@@ -126,14 +224,16 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 	point_mode = in.point && in.points_ok;
 	if (!point_mode && plan.reord == EYTZGPU_REORDER_GLOBAL)
 		plan.reord = EYTZGPU_REORDER_NONE;	/* the chunked order does not fill a prefix */
-	ix = plan_idx<KT>(h, plan.on_copy);
+	ix = plan_idx<KT>(h, plan.on_copy, cols);
 	cfg = plan_cfg(plan);
 	js->strategy = plan.strat | plan.reord | plan.pin;
 	js->point_mode = point_mode;
+	/* the shared-memory point path may search the other view than ix */
+	jsl = join_slots_of<KT>(h, cols, point_mode && plan.path == EYTZ_PATH_SMEM ? plan.smem_on_copy : plan.on_copy);
 
 	if ((rc = ensure_join_inputs(h, nq, ranges, plan.path == EYTZ_PATH_SORTED, errbuf, errlen)) != EYTZGPU_OK)
 		return rc;
-	if (point_mode && (rc = ensure_join_items(h, nq, errbuf, errlen)) != EYTZGPU_OK)
+	if (point_mode && (rc = ensure_join_items(h, nq, cols, errbuf, errlen)) != EYTZGPU_OK)
 		return rc;
 	if (!js->h_stat)
 		CK(cudaMallocHost((void **) &js->h_stat, sizeof(JoinStat)));
@@ -169,11 +269,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, st));
 		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, st));
 		if (point_mode)
-		{
-			CK(cudaMemsetAsync(h->jb.key_a, 0xFF, nq * 8, st));
-			CK(cudaMemsetAsync(h->jb.key_b, 0xFF, nq * 8, st));
-			CK(cudaMemsetAsync(h->jb.row_a, 0xFF, nq * 4, st));
-		}
+			CK(poison_items(join_bufs_of(h, cols), nq, st));
 	}
 
 	if (point_mode && plan.path == EYTZ_PATH_SORTED && max_matches >= nq)
@@ -185,7 +281,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 								 true, st));
 		k_join_prefix<<<1, 1, 0, st>>>(NULL, nq, max_matches, h->d_stat);
 		CK(cudaGetLastError());
-		CK(launch_point_join<KT>(ix, w.skeys, w.perm, nq, h->code, h->jb, h->d_stat, st));
+		CK(launch_point_join<KT>(ix, w.skeys, w.perm, nq, h->code, join_bufs_of(h, cols), jsl, h->d_stat, st));
 	}
 	else if (point_mode)
 	{
@@ -194,7 +290,8 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 			CK(csr_count<KT>(ix, q, cfg, true, b, st));
 		k_join_prefix<<<1, 1, 0, st>>>(max_matches < nq ? h->d_off : NULL, nq, max_matches, h->d_stat);
 		if (nq > 0)
-			k_join_from_first<<<grid1d(nq), 256, 0, st>>>(h->d_first, h->d_jrows, nq, h->code, h->jb, h->d_stat);
+			k_join_from_first<<<grid1d(nq), 256, 0, st>>>(h->d_first, h->d_jrows, nq, h->code, join_bufs_of(h, cols),
+														   jsl, h->d_stat);
 		CK(cudaGetLastError());
 	}
 	if (point_mode)
@@ -219,7 +316,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		nq_done = js->h_stat->nq_done;
 		total = js->h_stat->total;
 		CK(grow((void **) &h->d_out, &h->out_cap, total * 8, false));
-		if ((rc = ensure_join_items(h, total, errbuf, errlen)) != EYTZGPU_OK)
+		if ((rc = ensure_join_items(h, total, cols, errbuf, errlen)) != EYTZGPU_OK)
 			goto done;
 		b.out = h->d_out;
 		b.temp = h->d_temp;
@@ -228,9 +325,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		if (flags & EYTZGPU_POISON)
 		{
 			CK(cudaMemsetAsync(h->d_out, 0xFF, total * 8, st));
-			CK(cudaMemsetAsync(h->jb.key_a, 0xFF, total * 8, st));
-			CK(cudaMemsetAsync(h->jb.key_b, 0xFF, total * 8, st));
-			CK(cudaMemsetAsync(h->jb.row_a, 0xFF, total * 4, st));
+			CK(poison_items(join_bufs_of(h, cols), total, st));
 		}
 		/* the fill of the prefix: its offsets are those of the whole batch */
 		q.nq = nq_done;
@@ -238,12 +333,37 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 			CK(csr_fill<KT>(ix, q, cfg, false, b, st));
 		if (nq_done > 0)
 			k_join_from_csr<<<grid1d(nq_done), 256, 0, st>>>(h->d_out, h->d_off, h->d_jrows, nq_done, h->code,
-															  h->jb, h->d_stat);
+															  join_bufs_of(h, cols), jsl, h->d_stat);
 		CK(cudaGetLastError());
 		items = total;
 		copied = total;
 	}
-	CK(join_sort(h->jb, items, h->code, h->d_stat, h->d_temp, h->temp_cap, &rpay, &rrow, st));
+	jb = join_bufs_of(h, cols);
+	CK(join_sort(jb, items, h->code, h->d_stat, h->d_temp, h->temp_cap, &rpay, &rrow, &rslot, st));
+	if (cols)
+		cols_bytes = col_layout(h, js->mask, copied, js->val_off, js->null_off);
+	if (cols && copied > 0)
+	{
+		/* the included columns of the sorted matches, gathered at their slots */
+		JoinGather	g;
+
+		memset(&g, 0, sizeof(g));
+		CK(grow((void **) &h->d_cols_out, &h->cols_out_cap, cols_bytes, false));
+		if (flags & EYTZGPU_POISON)
+			CK(cudaMemsetAsync(h->d_cols_out, 0xFF, cols_bytes, st));
+		for (int c = 0; c < h->ncols; c++)
+			if (js->mask & (1u << c))
+			{
+				g.width[g.ncols] = h->col_width[c];
+				g.values[g.ncols] = h->d_col[c];
+				g.nulls[g.ncols] = h->d_col_nulls[c];
+				g.out[g.ncols] = h->d_cols_out + js->val_off[c];
+				g.out_nulls[g.ncols] = h->d_cols_out + js->null_off[c];
+				g.ncols++;
+			}
+		k_join_gather<<<grid1d(copied), 256, 0, st>>>(rslot, copied, h->d_stat, g);
+		CK(cudaGetLastError());
+	}
 	CK(cudaEventRecord(js->ev[4], st));
 
 	/* results out (an upper bound of the pairs: the live count comes with them) */
@@ -258,11 +378,15 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, bool ranges, uint64_t nq, uint64_t
 		CK(grow((void **) &js->h_row, &rcap, want * 4, true));
 		js->out_cap = want;
 	}
+	if (cols)
+		CK(grow((void **) &js->h_cols, &js->cols_cap, cols_bytes, true));
 	if (copied > 0)
 	{
 		CK(cudaMemcpyAsync(js->h_pay, rpay, copied * 8, cudaMemcpyDeviceToHost, st));
 		CK(cudaMemcpyAsync(js->h_row, rrow, copied * 4, cudaMemcpyDeviceToHost, st));
 	}
+	if (cols_bytes > 0)
+		CK(cudaMemcpyAsync(js->h_cols, h->d_cols_out, cols_bytes, cudaMemcpyDeviceToHost, st));
 	CK(cudaMemcpyAsync(js->h_stat, h->d_stat, sizeof(JoinStat), cudaMemcpyDeviceToHost, st));
 	CK(cudaEventRecord(js->ev[5], st));
 done:
@@ -332,6 +456,7 @@ eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *
 	}
 	js->t0 = t0;
 	js->nq = nq;
+	js->mask = h->col_mask;
 	rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, hi != NULL, nq, max_matches, flags, errbuf, errlen)
 		: submit_impl<uint64_t>(h, js, hi != NULL, nq, max_matches, flags, errbuf, errlen);
 	if (rc != EYTZGPU_OK)
@@ -374,6 +499,13 @@ eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, 
 	{
 		res->payloads = js->h_pay;
 		res->rows = js->h_row;
+		for (int c = 0; c < EYTZGPU_MAX_COLUMNS; c++)
+		{
+			bool		on = (js->mask & (1u << c)) && js->h_cols;
+
+			res->columns[c] = on ? js->h_cols + js->val_off[c] : NULL;
+			res->column_nulls[c] = on ? js->h_cols + js->null_off[c] : NULL;
+		}
 		res->nmatch = js->h_stat->nmatch;
 		res->nq_done = js->h_stat->nq_done;
 		res->strategy = js->strategy;

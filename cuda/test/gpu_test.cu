@@ -649,8 +649,147 @@ join_ref(const Data &d, const uint64_t *lo, const uint64_t *hi, const uint32_t *
 	return nq;
 }
 
+/*
+ * Included columns attached to a handle: column c's value at a slot is a
+ * hash of the slot's payload (payloads are unique), of width w[c], NULL for
+ * about one value in eight when the column has NULLs (value bytes 0 then).
+ */
+struct ColSpec
+{
+	int			m;
+	int			w[EYTZGPU_MAX_COLUMNS];
+	bool		has_nulls[EYTZGPU_MAX_COLUMNS];
+	uint64_t	salt;
+	uint32_t	mask;			/* what the join batches return */
+};
+
+static uint64_t
+col_value(const ColSpec &cs, int c, uint64_t pay, bool *isnull)
+{
+	uint64_t	st = pay ^ cs.salt ^ ((uint64_t) (c + 1) << 56);
+	uint64_t	h = eytzref_random(&st);
+
+	*isnull = cs.has_nulls[c] && (h >> 61) == 0;
+	if (*isnull)
+		return 0;
+	return cs.w[c] == 8 ? h : h & ((1ull << (8 * cs.w[c])) - 1);
+}
+
+/*
+ * Attach m random columns (random widths, some with NULLs) to h, an index of
+ * d in slot order; checks the device bytes accounted (detached, attached
+ * again: the same).  m = 0 detaches.
+ */
 static bool
-join_ok(const Pairs &ref, uint64_t ref_done, const EytzGpuJoinResult &res, const char *what)
+attach_test_columns(const Data &d, EytzGpuIndex *h, int m, ColSpec &cs, const char *what)
+{
+	std::vector<std::vector<unsigned char>> vals(m);
+	std::vector<std::vector<uint8_t>> nulls(m);
+	const void *vp[EYTZGPU_MAX_COLUMNS];
+	const uint8_t *np[EYTZGPU_MAX_COLUMNS];
+	int			w[EYTZGPU_MAX_COLUMNS];
+	uint64_t	after = 0,
+				none = 0,
+				again = 0,
+				least = 0;
+	char		err[256];
+
+	memset(&cs, 0, sizeof(cs));
+	cs.m = m;
+	cs.salt = rnd();
+	for (int c = 0; c < m; c++)
+	{
+		cs.w[c] = 1 << (rnd() % 4);
+		cs.has_nulls[c] = rnd() % 3 != 0;
+		w[c] = cs.w[c];
+		vals[c].resize(d.n * cs.w[c] + 8);
+		nulls[c].assign((d.n + 7) / 8 + 1, 0);
+		for (uint64_t t = 0; t < d.n; t++)
+		{
+			bool		isnull;
+			uint64_t	v = col_value(cs, c, d.ep[t], &isnull);
+
+			memcpy(&vals[c][t * cs.w[c]], &v, cs.w[c]);	/* little-endian: the low bytes */
+			if (isnull)
+				nulls[c][t / 8] |= 1 << (t % 8);
+		}
+		vp[c] = vals[c].data();
+		np[c] = cs.has_nulls[c] ? nulls[c].data() : NULL;
+		least += d.n * cs.w[c] + (cs.has_nulls[c] ? (d.n + 7) / 8 : 0);
+	}
+	if (eytzgpu_attach_columns(h, m, w, vp, np, &after, err, sizeof(err)) != EYTZGPU_OK ||
+		eytzgpu_attach_columns(h, 0, NULL, NULL, NULL, &none, err, sizeof(err)) != EYTZGPU_OK ||
+		eytzgpu_attach_columns(h, m, w, vp, np, &again, err, sizeof(err)) != EYTZGPU_OK)
+	{
+		FAIL("%s: attach %d columns: %s", what, m, err);
+		return false;
+	}
+	if (again != after || after < none + least || (m == 0 && after != none))
+	{
+		FAIL("%s: device bytes with %d columns: %llu, without %llu, again %llu (columns %llu)", what, m,
+			 (unsigned long long) after, (unsigned long long) none, (unsigned long long) again,
+			 (unsigned long long) least);
+		return false;
+	}
+	return true;
+}
+
+/* A random mask of the attached columns (0 at times) for the next join batches */
+static void
+pick_columns(EytzGpuIndex *h, ColSpec &cs)
+{
+	char		err[256];
+
+	cs.mask = cs.m == 0 || rnd() % 5 == 0 ? 0 : (uint32_t) (rnd() & ((1ull << cs.m) - 1));
+	if (eytzgpu_join_columns(h, cs.mask, err, sizeof(err)) != EYTZGPU_OK)
+		FAIL("join columns %#x of %d: %s", cs.mask, cs.m, err);
+}
+
+/* The columns of a join result: the mask's at every match, NULL pointers for the others */
+static bool
+columns_ok(const ColSpec &cs, const EytzGpuJoinResult &res, const char *what)
+{
+	for (int c = 0; c < EYTZGPU_MAX_COLUMNS; c++)
+	{
+		bool		on = c < cs.m && (cs.mask & (1u << c));
+
+		if (!on)
+		{
+			if (res.columns[c] || res.column_nulls[c])
+			{
+				FAIL("%s: column %d returned though not asked for", what, c);
+				return false;
+			}
+			continue;
+		}
+		if (!res.columns[c] || !res.column_nulls[c])
+		{
+			FAIL("%s: column %d missing", what, c);
+			return false;
+		}
+		for (uint64_t j = 0; j < res.nmatch; j++)
+		{
+			bool		isnull;
+			uint64_t	want = col_value(cs, c, res.payloads[j], &isnull),
+						got = 0;
+
+			memcpy(&got, (const unsigned char *) res.columns[c] + j * cs.w[c], cs.w[c]);
+			if (res.column_nulls[c][j] != (uint8_t) isnull || got != want)
+			{
+				FAIL("%s: column %d (width %d) of match %llu is %llx%s, expected %llx%s", what, c, cs.w[c],
+					 (unsigned long long) j, (unsigned long long) got, res.column_nulls[c][j] ? " NULL" : "",
+					 (unsigned long long) want, isnull ? " NULL" : "");
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* The pairs (and with cs the included columns) of a join result against the reference */
+static bool
+join_ok(const Pairs &ref, uint64_t ref_done, const EytzGpuJoinResult &res, const char *what,
+		const ColSpec *cs = NULL)
 {
 	if (res.nq_done != ref_done || res.nmatch != ref.size())
 	{
@@ -666,7 +805,7 @@ join_ok(const Pairs &ref, uint64_t ref_done, const EytzGpuJoinResult &res, const
 				 ref[j].second);
 			return false;
 		}
-	return true;
+	return !cs || columns_ok(*cs, res, what);
 }
 
 /* A join batch: keys (for 4-byte indexes at times with junk in the high bytes) and random rows */
@@ -702,10 +841,11 @@ static const uint32_t join_flags[] = {
 /*
  * Join batches on one handle: points and ranges, every flag set, bounds
  * that split the batch (no bound, a random one, 0), the walk of a whole
- * batch in prefixes as a caller does it, poisoned device buffers.
+ * batch in prefixes as a caller does it, poisoned device buffers; with cs a
+ * random mask of its included columns for each batch.
  */
 static void
-test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool quick)
+test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool quick, ColSpec *cs)
 {
 	char		err[256];
 
@@ -749,6 +889,8 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
 				snprintf(name, sizeof(name), "%s join %s flags=%#x max=%llu", what, ranges ? "range" : "point",
 						 join_flags[f], (unsigned long long) maxes[m]);
 				memset(&res, 0, sizeof(res));
+				if (cs)
+					pick_columns(h, *cs);
 				rc = eytzgpu_lookup_join(h, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, maxes[m],
 										 join_flags[f] | EYTZGPU_POISON, &res, err, sizeof(err));
 				if (rc != EYTZGPU_OK)
@@ -757,7 +899,7 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
 					continue;
 				}
 				done = join_ref(d, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, maxes[m], ref);
-				if (join_ok(ref, done, res, name))
+				if (join_ok(ref, done, res, name, cs))
 					passed++;
 			}
 		}
@@ -768,6 +910,8 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
 						start = 0;
 			bool		ok = true;
 
+			if (cs)
+				pick_columns(h, *cs);
 			while (start < nq && ok)
 			{
 				EytzGpuJoinResult res;
@@ -785,7 +929,7 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
 				}
 				done = join_ref(d, lo.data() + start, ranges ? hi.data() + start : NULL, rows.data() + start,
 								nq - start, bound, ref);
-				ok = join_ok(ref, done, res, "join walk");
+				ok = join_ok(ref, done, res, "join walk", cs);
 				if (done == 0)
 				{
 					uint64_t	mask = d.kw == 4 ? 0xFFFFFFFFull : ~0ull;
@@ -808,7 +952,7 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
  * flight at a time.
  */
 static void
-test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick)
+test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick, const ColSpec &cs)
 {
 	char		err[256];
 	std::vector<uint64_t> lo[3],
@@ -818,6 +962,7 @@ test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick)
 	Pairs		ref[3];
 	uint64_t	done[3];
 	EytzGpuJoinResult res[3];
+	ColSpec		c[3] = {cs, cs, cs};	/* each batch with its own mask of the columns */
 	uint64_t   *plo,
 			   *phi;
 	uint32_t   *prows;
@@ -830,8 +975,10 @@ test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick)
 						   ref[b]);
 	}
 	memset(res, 0, sizeof(res));
+	pick_columns(h, c[0]);
 	ok = eytzgpu_lookup_join(h, lo[0].data(), NULL, rows[0].data(), nq[0], UINT64_MAX, 0, &res[0], err,
-							 sizeof(err)) == EYTZGPU_OK && join_ok(ref[0], done[0], res[0], "async batch 0");
+							 sizeof(err)) == EYTZGPU_OK && join_ok(ref[0], done[0], res[0], "async batch 0", &c[0]);
+	pick_columns(h, c[1]);
 	/* batch 1 (ranges) filled in place into the next set's pinned inputs */
 	ok = ok && eytzgpu_lookup_join_inputs(h, nq[1], &plo, &phi, &prows, err, sizeof(err)) == EYTZGPU_OK;
 	if (ok)
@@ -843,16 +990,17 @@ test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick)
 										sizeof(err)) == EYTZGPU_OK;
 	}
 	/* while it runs: batch 0 intact, no second batch, no copy of this one's inputs wanted */
-	ok = ok && join_ok(ref[0], done[0], res[0], "async batch 0 during batch 1");
+	ok = ok && join_ok(ref[0], done[0], res[0], "async batch 0 during batch 1", &c[0]);
+	pick_columns(h, c[2]);
 	ok = ok && eytzgpu_lookup_join_submit(h, lo[2].data(), NULL, rows[2].data(), nq[2], UINT64_MAX, 0, err,
 										  sizeof(err)) == EYTZGPU_EINVAL;
 	ok = ok && eytzgpu_lookup_join_wait(h, &res[1], err, sizeof(err)) == EYTZGPU_OK &&
-		join_ok(ref[1], done[1], res[1], "async batch 1");
+		join_ok(ref[1], done[1], res[1], "async batch 1", &c[1]);
 	ok = ok && eytzgpu_lookup_join_submit(h, lo[2].data(), NULL, rows[2].data(), nq[2], UINT64_MAX, EYTZGPU_POISON,
 										  err, sizeof(err)) == EYTZGPU_OK;
-	ok = ok && join_ok(ref[1], done[1], res[1], "async batch 1 during batch 2");
+	ok = ok && join_ok(ref[1], done[1], res[1], "async batch 1 during batch 2", &c[1]);
 	ok = ok && eytzgpu_lookup_join_wait(h, &res[2], err, sizeof(err)) == EYTZGPU_OK &&
-		join_ok(ref[2], done[2], res[2], "async batch 2");
+		join_ok(ref[2], done[2], res[2], "async batch 2", &c[2]);
 	ok = ok && eytzgpu_lookup_join_wait(h, &res[2], err, sizeof(err)) == EYTZGPU_EINVAL;
 	if (ok)
 		passed++;
@@ -877,6 +1025,7 @@ test_join_large(void)
 	std::vector<uint32_t> rows;
 	std::vector<unsigned char> ek;
 	Pairs		ref;
+	ColSpec		cs;
 
 	make_data(d, 4, 9, n, false, PAYS_TOMBSTONES);
 	ek = narrow(d.ek, 4);
@@ -886,17 +1035,22 @@ test_join_large(void)
 		return;
 	}
 	join_batch(d, nq, false, lo, hi, rows);
+	if (!attach_test_columns(d, h, 3, cs, "large join"))
+		cs.m = 0;
 	for (uint64_t bound : {(uint64_t) UINT64_MAX, nq / 3})
-	{
-		EytzGpuJoinResult res;
-		uint64_t	done = join_ref(d, lo.data(), NULL, rows.data(), nq, bound, ref);
+		for (uint32_t mask : {0u, 7u})
+		{
+			EytzGpuJoinResult res;
+			uint64_t	done = join_ref(d, lo.data(), NULL, rows.data(), nq, bound, ref);
 
-		if (eytzgpu_lookup_join(h, lo.data(), NULL, rows.data(), nq, bound, EYTZGPU_POISON, &res, err,
-								sizeof(err)) != EYTZGPU_OK)
-			FAIL("large join: %s", err);
-		else if (join_ok(ref, done, res, "large join") && res.point_mode)
-			passed++;
-	}
+			cs.mask = cs.m ? mask : 0;
+			if (eytzgpu_join_columns(h, cs.mask, err, sizeof(err)) != EYTZGPU_OK ||
+				eytzgpu_lookup_join(h, lo.data(), NULL, rows.data(), nq, bound, EYTZGPU_POISON, &res, err,
+									sizeof(err)) != EYTZGPU_OK)
+				FAIL("large join: %s", err);
+			else if (join_ok(ref, done, res, "large join", &cs) && res.point_mode)
+				passed++;
+		}
 	eytzgpu_free(h);
 }
 
@@ -942,18 +1096,25 @@ test_case(int kw, uint32_t k, uint64_t n, bool dups, bool quick)
 		/* random keys of a wide domain repeat at times: EYTZGPU_UNIQUE only where none does */
 		bool		unique = std::adjacent_find(d.sk.begin(), d.sk.end()) == d.sk.end();
 
+		ColSpec		cs;
+
 		snprintf(w2, sizeof(w2), "%s built", what);
 		test_handle(d, hb, w2, quick);
-		test_join(d, hb, unique, w2, quick);
-		if (!tiny_run)
-			test_join_async(d, hb, w2, quick);
+		test_join(d, hb, unique, w2, quick, NULL);
+		/* included columns: up to all 16, every width, with and without NULLs */
+		if (attach_test_columns(d, hb, (int) (rnd() % (EYTZGPU_MAX_COLUMNS + 1)), cs, w2))
+		{
+			test_join(d, hb, unique, w2, quick, &cs);
+			if (!tiny_run)
+				test_join_async(d, hb, w2, quick, cs);
+		}
 		snprintf(w2, sizeof(w2), "%s soa", what);
 		if (!quick)
 			test_handle(d, hs, w2, quick);
 		snprintf(w2, sizeof(w2), "%s aos", what);
 		test_handle(d, ha, w2, quick);
-		if (!quick)
-			test_join(d, ha, unique, w2, quick);
+		if (!quick && attach_test_columns(d, ha, 1 + (int) (rnd() % 4), cs, w2))
+			test_join(d, ha, unique, w2, quick, &cs);
 	}
 	eytzgpu_free(hb);
 	eytzgpu_free(hs);
@@ -980,6 +1141,11 @@ test_errors(void)
 		passed++;
 	else
 		FAIL("bad fan-out accepted");
+	if (eytzgpu_join_columns(NULL, 0, err, sizeof(err)) == EYTZGPU_EINVAL &&
+		eytzgpu_attach_columns(NULL, 0, NULL, NULL, NULL, NULL, err, sizeof(err)) == EYTZGPU_EINVAL)
+		passed++;
+	else
+		FAIL("columns of no handle accepted");
 	/* one key, a miss */
 	{
 		EytzGpuInfo info;
@@ -999,6 +1165,23 @@ test_errors(void)
 					passed++;
 				else
 					FAIL("tiny lookup rc=%d %s", rc, err);
+				/* columns: a width of 3, more than 16, a mask beyond the attached ones */
+				{
+					int			w3 = 3,
+								w4 = 4;
+					uint32_t	v = 7;
+					const void *vp = &v;
+
+					if (eytzgpu_attach_columns(h, 1, &w3, &vp, NULL, NULL, err, sizeof(err)) == EYTZGPU_EINVAL &&
+						eytzgpu_attach_columns(h, EYTZGPU_MAX_COLUMNS + 1, &w4, &vp, NULL, NULL, err,
+											   sizeof(err)) == EYTZGPU_EINVAL &&
+						eytzgpu_attach_columns(h, 1, &w4, &vp, NULL, NULL, err, sizeof(err)) == EYTZGPU_OK &&
+						eytzgpu_join_columns(h, 2, err, sizeof(err)) == EYTZGPU_EINVAL &&
+						eytzgpu_join_columns(h, 1, err, sizeof(err)) == EYTZGPU_OK)
+						passed++;
+					else
+						FAIL("bad columns accepted or good ones refused: %s", err);
+				}
 				eytzgpu_free(h);
 			}
 			else
