@@ -35,7 +35,7 @@ SELECT am_error($$CREATE INDEX ON er USING eytzgpu (t)$$);
 SELECT am_error($$CREATE INDEX ON er USING eytzgpu (i float8_ops)$$);
 SELECT am_error($$CREATE INDEX ON er USING eytzgpu (i, j)$$);
 SELECT am_error($$CREATE UNIQUE INDEX ON er USING eytzgpu (i)$$);
-SELECT am_error($$CREATE INDEX ON er USING eytzgpu (i) INCLUDE (j)$$);
+SELECT am_error($$CREATE INDEX ON er USING eytzgpu (i) INCLUDE (j, t)$$);
 SELECT am_error($$CREATE INDEX ON er USING eytzgpu ((t::numeric))$$);
 -- expression indexes of supported types work
 CREATE INDEX er_expr ON er USING eytzgpu ((length(t)));

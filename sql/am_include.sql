@@ -8,7 +8,7 @@ CREATE EXTENSION IF NOT EXISTS pageinspect;
 \set ECHO none
 \i sql/am_harness.inc
 \set ECHO all
-SELECT setseed(0.31);
+SELECT setseed(0.47);
 
 -- the index's pages from block first on, after the LSN and checksum (10
 -- bytes), as one md5
@@ -47,6 +47,7 @@ INSERT INTO inc VALUES
 CREATE INDEX inc_all ON inc USING eytzgpu (k) INCLUDE (i2, i4, i8, f4, f8, d, ts, tz, o, b);
 SELECT eytzgpu_verify('inc_all', true);
 SELECT pg_get_indexdef('inc_all'::regclass);
+SELECT include, entries FROM eytzgpu_info('inc_all');
 SELECT * FROM am_check('inc_all', ARRAY['k = 1', 'k BETWEEN 100 AND 300', 'k < 0',
 	'k >= 2147483647', 'k IN (5, 6, 7)']);
 
@@ -82,19 +83,28 @@ REINDEX INDEX inc_all;
 SELECT eytzgpu_verify('inc_all', true);
 
 -- the spilled build (tuplesort of the pairs with their values) writes the
--- in-memory build's pages
-SET maintenance_work_mem = '1GB';
-CREATE INDEX inc_mem ON inc USING eytzgpu (k) INCLUDE (i2, f8, b, ts);
-SET maintenance_work_mem = '1MB';
-CREATE INDEX inc_spill ON inc USING eytzgpu (k) INCLUDE (i2, f8, b, ts);
-RESET maintenance_work_mem;
-SELECT inc_digest('inc_mem') = inc_digest('inc_spill') AS identical,
-	   eytzgpu_verify('inc_spill', true) AS verified;
-DROP INDEX inc_mem, inc_spill;
+-- in-memory build's pages: build_both(tbl, include) builds both and says
+-- whether they are the same and pass eytzgpu_verify(idx, true)
+CREATE FUNCTION build_both(tbl text, include text, OUT identical bool, OUT verified bool)
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config('maintenance_work_mem', '1GB', true);
+	EXECUTE format('CREATE INDEX %I ON %I USING eytzgpu (k) INCLUDE (%s)', tbl || '_mem', tbl, include);
+	PERFORM set_config('maintenance_work_mem', '1MB', true);
+	EXECUTE format('CREATE INDEX %I ON %I USING eytzgpu (k) INCLUDE (%s)', tbl || '_spill', tbl, include);
+	identical := inc_digest((tbl || '_mem')::regclass) = inc_digest((tbl || '_spill')::regclass);
+	verified := eytzgpu_verify((tbl || '_spill')::regclass, true);
+	EXECUTE format('DROP INDEX %I, %I', tbl || '_mem', tbl || '_spill');
+END
+$$;
+SELECT * FROM build_both('inc', 'i2, f8, b, ts');
 
 -- edge sizes: 0 and 1 entries, and a page boundary of each width
 CREATE TABLE incs (k int8, v1 bool, v2 int2, v4 float4, v8 int8);
 CREATE INDEX incs_i ON incs USING eytzgpu (k) INCLUDE (v1, v2, v4, v8);
+CREATE INDEX incs_plain ON incs USING eytzgpu (k);
+SELECT i.include, p.include AS plain FROM eytzgpu_info('incs_i') i, eytzgpu_info('incs_plain') p;
+DROP INDEX incs_plain;
 SELECT eytzgpu_verify('incs_i', true);
 INSERT INTO incs VALUES (1, NULL, 2, NULL, 4);
 SELECT eytzgpu_verify('incs_i', true);
@@ -126,10 +136,170 @@ SELECT am_error('CREATE INDEX ON incbad_u USING eytzgpu (k) INCLUDE (t)');
 
 -- 65217 rows of 4 included columns: far beyond 1MB (about 70 bytes a pair
 -- in memory), so spilled
-SET maintenance_work_mem = '1GB';
-CREATE INDEX incs_mem ON incs USING eytzgpu (k) INCLUDE (v1, v2, v4, v8);
-SET maintenance_work_mem = '1MB';
-CREATE INDEX incs_spill ON incs USING eytzgpu (k) INCLUDE (v1, v2, v4, v8);
-RESET maintenance_work_mem;
-SELECT inc_digest('incs_mem') = inc_digest('incs_spill') AS identical,
-	   eytzgpu_verify('incs_spill', true) AS verified;
+SELECT * FROM build_both('incs', 'v1, v2, v4, v8');
+
+-- index-only scans: the key (for the types that decode exactly) and the
+-- included values come from the index; the visibility map decides, as for
+-- btree.  ios_check(q, btree) runs q as an index-only scan and with a
+-- sequential scan and compares the rows as text (so -0 is not 0); given a
+-- btree definition with the same INCLUDE, it also runs q as that btree's
+-- index-only scan (built in a subtransaction, instead of the eytzgpu
+-- index) and compares the heap fetches: after VACUUM both indexes hold the
+-- same entries and the heap the same visibility map, whatever a concurrent
+-- snapshot let VACUUM do.
+SET eytzgpu.enable_join = off;
+CREATE FUNCTION ios_check(q text, btree text DEFAULT NULL) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	plan text;
+	btree_plan text;
+	eytz_index text;
+	fetches text;
+	missing int8;
+	extra int8;
+	n int8;
+BEGIN
+	PERFORM set_config('enable_seqscan', 'off', true);
+	PERFORM set_config('enable_bitmapscan', 'off', true);
+	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || q INTO plan;
+	IF plan NOT LIKE '%"Node Type": "Index Only Scan"%' THEN
+		RETURN 'no index-only scan: ' || substring(plan FROM '"Node Type": "([^"]*)"');
+	END IF;
+	fetches := substring(plan FROM '"Heap Fetches": ([0-9]+)');
+	IF btree IS NOT NULL THEN
+		eytz_index := substring(plan FROM '"Index Name": "([^"]*)"');
+		BEGIN
+			EXECUTE format('DROP INDEX %I', eytz_index);
+			EXECUTE btree;
+			EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || q
+			   INTO btree_plan;
+			RAISE EXCEPTION 'roll back the btree';
+		EXCEPTION WHEN raise_exception THEN
+			NULL;
+		END;
+		fetches := CASE WHEN btree_plan NOT LIKE '%"Node Type": "Index Only Scan"%' THEN 'no btree index-only scan'
+						WHEN substring(btree_plan FROM '"Heap Fetches": ([0-9]+)') = fetches THEN 'as btree'
+						ELSE fetches || ', btree ' || substring(btree_plan FROM '"Heap Fetches": ([0-9]+)') END;
+	ELSE
+		fetches := CASE WHEN fetches::int8 > 0 THEN 'some' ELSE 'none' END;
+	END IF;
+	EXECUTE format('CREATE TEMP TABLE ios_got AS SELECT t::text AS r FROM (%s) t', q);
+	PERFORM set_config('enable_seqscan', 'on', true);
+	PERFORM set_config('enable_indexscan', 'off', true);
+	EXECUTE format('CREATE TEMP TABLE ios_ref AS SELECT t::text AS r FROM (%s) t', q);
+	PERFORM set_config('enable_indexscan', 'on', true);
+	SELECT count(*) INTO missing FROM (SELECT r FROM ios_ref EXCEPT ALL SELECT r FROM ios_got) x;
+	SELECT count(*) INTO extra FROM (SELECT r FROM ios_got EXCEPT ALL SELECT r FROM ios_ref) x;
+	SELECT count(*) INTO n FROM ios_ref;
+	DROP TABLE ios_got, ios_ref;
+	RETURN format('%s rows, %s missing, %s extra, heap fetches %s', n, missing, extra, fetches);
+END
+$$;
+
+CREATE TABLE ios (k int8, a int4, b float8, c bool, d timestamptz);
+INSERT INTO ios
+SELECT CASE WHEN g % 101 = 0 THEN NULL ELSE (random() * 5000)::int8 END,
+	   CASE WHEN g % 7 = 0 THEN NULL ELSE (random() * 1e6)::int4 END,
+	   CASE WHEN g % 11 = 0 THEN NULL WHEN g % 13 = 0 THEN '-0' ELSE random() END,
+	   CASE WHEN g % 5 = 0 THEN NULL ELSE g % 2 = 0 END,
+	   timestamptz '2020-01-01 UTC' + g * interval '1 minute'
+  FROM generate_series(1, 30000) g;
+INSERT INTO ios VALUES (-9223372036854775808, 1, 'NaN', true, '-infinity'),
+	(9223372036854775807, -1, '-Infinity', false, 'infinity');
+CREATE INDEX ios_i ON ios USING eytzgpu (k) INCLUDE (a, b, c, d);
+VACUUM ANALYZE ios;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT k, a FROM ios WHERE k BETWEEN 100 AND 200;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT ios_check(q, 'CREATE INDEX ON ios (k) INCLUDE (a, b, c, d)') FROM unnest(ARRAY[
+	'SELECT k, a FROM ios WHERE k BETWEEN 100 AND 200',
+	'SELECT k, a, b, c, d FROM ios WHERE k < 1000',
+	'SELECT b, d FROM ios WHERE k IN (1, 2, 3, 4999)',
+	'SELECT k FROM ios WHERE k >= 4990',
+	'SELECT * FROM ios WHERE k IN (-9223372036854775808, 9223372036854775807)',
+	'SELECT count(*), sum(a), count(b), count(c) FROM ios WHERE k > 2500']) q;
+
+-- VACUUM without index cleanup sets the visibility map of the new rows'
+-- pages and leaves the pending entries: index-only scans read their values
+INSERT INTO ios SELECT k, a + 7, b, c, d FROM ios WHERE k BETWEEN 2000 AND 2100;
+VACUUM (INDEX_CLEANUP off) ios;
+SELECT pending > 0 AS pending FROM eytzgpu_info('ios_i');
+SELECT ios_check(q, 'CREATE INDEX ON ios (k) INCLUDE (a, b, c, d)') FROM unnest(ARRAY[
+	'SELECT k, a, b, c, d FROM ios WHERE k BETWEEN 1900 AND 2200',
+	'SELECT k, a FROM ios WHERE k > 4000']) q;
+
+-- without VACUUM: updated and deleted rows need the heap, the new values
+-- come from pending entries, and every result is still PostgreSQL's own
+UPDATE ios SET a = a + 1, b = -b WHERE k % 10 = 3;
+DELETE FROM ios WHERE k % 10 = 7;
+INSERT INTO ios SELECT k + 1, a, b, NOT c, d FROM ios WHERE k BETWEEN 1000 AND 1100;
+SELECT ios_check(q) FROM unnest(ARRAY[
+	'SELECT k, a, b FROM ios WHERE k BETWEEN 0 AND 1200',
+	'SELECT k, c FROM ios WHERE k < 100']) q;
+VACUUM ios;
+SELECT pending, dead FROM eytzgpu_info('ios_i');
+SELECT ios_check('SELECT k, a, b, c, d FROM ios WHERE k BETWEEN 0 AND 2500',
+				 'CREATE INDEX ON ios (k) INCLUDE (a, b, c, d)');
+SELECT eytzgpu_verify('ios_i', true);
+
+-- the inner side of a nested loop: rescans
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT ios_check('SELECT s.x, i.k, i.a FROM generate_series(1, 300, 7) s(x) JOIN ios i ON i.k = s.x',
+				 'CREATE INDEX ON ios (k) INCLUDE (a)');
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- while an index-only scan holds TIDs the executor may not have checked
+-- against the visibility map, it holds the page lock that VACUUM's
+-- ambulkdelete takes exclusively (else VACUUM could remove a tuple and its
+-- page turn all-visible in between); merges, which remove nothing from the
+-- heap, and inserts go on
+BEGIN;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+DECLARE ios_cur CURSOR FOR SELECT k, a FROM ios WHERE k BETWEEN 0 AND 2500;
+FETCH 2 FROM ios_cur \g /dev/null
+SELECT page, mode, granted FROM pg_locks
+ WHERE locktype = 'page' AND relation = 'ios_i'::regclass AND pid = pg_backend_pid();
+INSERT INTO ios VALUES (1, 1, 1, true, now());
+SELECT eytzgpu_merge('ios_i') > 0 AS merged;
+FETCH ALL FROM ios_cur \g /dev/null
+CLOSE ios_cur;
+SELECT count(*) AS page_locks FROM pg_locks
+ WHERE locktype = 'page' AND relation = 'ios_i'::regclass AND pid = pg_backend_pid();
+ROLLBACK;
+
+-- every key type that decodes exactly returns its key; float keys do not
+-- (-0 is stored as 0): those plans read the heap
+CREATE TABLE iosk_types (typ text, expr text, qual text);
+INSERT INTO iosk_types VALUES
+	('int2', '(g % 300 - 150)::int2', 'k >= -32768'),
+	('int4', 'CASE WHEN g = 1 THEN -2147483648 WHEN g = 2 THEN 2147483647 ELSE g % 97 END', 'k <= 2147483647'),
+	('int8', 'g::int8 * 1000003 - 1500000000', 'k > -9223372036854775808'),
+	('oid', '(g::int8 * 1431655)::oid', 'k >= 0'),
+	('date', 'date ''2000-02-29'' + g * 3', 'k >= ''-infinity'''),
+	('timestamp', 'timestamp ''1999-12-31 23:59:59.999999'' + g * interval ''1 hour 1 microsecond''', 'k <= ''infinity'''),
+	('timestamptz', 'CASE WHEN g = 1 THEN ''-infinity''::timestamptz ELSE timestamptz ''2024-02-29 12:00 UTC'' + g * interval ''1 day'' END', 'k >= ''-infinity''');
+SELECT format('CREATE TABLE %I (k %s, v int4)', 'iosk_' || typ, typ),
+	   format('INSERT INTO %I SELECT %s, g FROM generate_series(1, 3000) g', 'iosk_' || typ, expr),
+	   format('CREATE INDEX ON %I USING eytzgpu (k) INCLUDE (v)', 'iosk_' || typ),
+	   format('VACUUM ANALYZE %I', 'iosk_' || typ)
+  FROM iosk_types \gexec
+SELECT typ, ios_check(format('SELECT k, v FROM %I WHERE %s', 'iosk_' || typ, qual),
+					 format('CREATE INDEX ON %I (k) INCLUDE (v)', 'iosk_' || typ))
+  FROM iosk_types;
+
+CREATE TABLE iosf (k float8, v int4);
+INSERT INTO iosf VALUES ('-0', 1), (0, 2), ('NaN', 3), (1.5, 4);
+CREATE INDEX iosf_i ON iosf USING eytzgpu (k) INCLUDE (v);
+VACUUM ANALYZE iosf;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT k, v FROM iosf WHERE k <= 0;
+SELECT k, v FROM iosf WHERE k <= 0 ORDER BY v;
+EXPLAIN (COSTS OFF) SELECT v FROM iosf WHERE k <= 0;
+SELECT v FROM iosf WHERE k <= 0 ORDER BY v;
+RESET enable_seqscan;
+RESET enable_bitmapscan;

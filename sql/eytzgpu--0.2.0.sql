@@ -12,9 +12,9 @@ COMMENT ON ACCESS METHOD eytzgpu IS 'static Eytzinger-ordered index (EBS/EKS), s
 CREATE FUNCTION eytzgpu_info(idx regclass,
 	OUT layout text, OUT fanout int, OUT key_width int, OUT entries bigint,
 	OUT pending bigint, OUT dead bigint, OUT levels int, OUT pages bigint,
-	OUT bytes bigint, OUT generation bigint)
+	OUT bytes bigint, OUT generation bigint, OUT include text[])
 	RETURNS record AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
-COMMENT ON FUNCTION eytzgpu_info(regclass) IS 'layout, fan-out, sizes and generation of an eytzgpu index';
+COMMENT ON FUNCTION eytzgpu_info(regclass) IS 'layout, fan-out, sizes, generation and INCLUDE columns of an eytzgpu index';
 
 CREATE FUNCTION eytzgpu_verify(idx regclass, heapallindexed boolean DEFAULT false) RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT;

@@ -106,7 +106,7 @@ eytzgpu_handler(PG_FUNCTION_ARGS)
 	amroutine->aminsert = eytz_insert;
 	amroutine->ambulkdelete = eytz_bulkdelete;
 	amroutine->amvacuumcleanup = eytz_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
+	amroutine->amcanreturn = eytz_canreturn;
 	amroutine->amcostestimate = eytz_costestimate;
 	amroutine->amoptions = eytz_options;
 	amroutine->amproperty = NULL;

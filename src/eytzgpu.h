@@ -42,6 +42,15 @@
 #define EYTZ_MAGIC			0x45595447	/* "EYTG" */
 #define EYTZ_VERSION		1
 #define EYTZ_METAPAGE_BLKNO 0
+
+/*
+ * Heavyweight page locks on the index: the one on the metapage's block is
+ * the merge lock (merges, VACUUM exclusive; inserts, verify share); the one
+ * on this block number (only a lock tag: no page is read for it) keeps
+ * ambulkdelete out while an index-only scan holds TIDs it returned but the
+ * executor may not have checked against the visibility map (eytzscan.c).
+ */
+#define EYTZ_IOS_LOCK_BLKNO 1
 #define EYTZ_PAGE_ID		0xFE77
 
 /* page types (EytzPageOpaqueData.flags) */
@@ -196,6 +205,7 @@ typedef struct EytzKeyType
 	uint64		dom_max;
 	uint64		(*encode) (Datum value);
 	Datum		(*decode) (uint64 key);
+	bool		exact;			/* decode(encode(v)) is v (floats: not -0) */
 } EytzKeyType;
 
 /* A closed interval of encoded keys */
@@ -441,11 +451,16 @@ extern void eytz_cursor_begin(EytzRangeCursor *c, Relation index,
 							  const EytzMetaPageData *meta);
 extern void eytz_cursor_start(EytzRangeCursor *c, uint64 lo, uint64 hi);
 extern int	eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max);
+extern int	eytz_cursor_next_slots(EytzRangeCursor *c, ItemPointerData *tids,
+								   uint64 *slots, int max);
 
 typedef struct EytzSearch EytzSearch;
 extern EytzSearch *eytz_search_begin(Relation index, const EytzRange *ranges,
 									 int nranges);
 extern int	eytz_search_next(EytzSearch *s, ItemPointerData *tids, int max);
+extern int	eytz_search_next_values(EytzSearch *s, ItemPointerData *tids,
+									uint64 *keys, Datum *values, bool *isnull,
+									int max);
 extern void eytz_search_end(EytzSearch *s);
 
 /* eytzscan.c */
@@ -453,6 +468,7 @@ extern IndexScanDesc eytz_beginscan(Relation r, int nkeys, int norderbys);
 extern void eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 						ScanKey orderbys, int norderbys);
 extern bool eytz_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern bool eytz_canreturn(Relation index, int attno);
 extern int64 eytz_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void eytz_endscan(IndexScanDesc scan);
 

@@ -24,12 +24,14 @@
 #include "catalog/index.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type_d.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -80,9 +82,12 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	Relation	index;
 	EytzMetaPageData meta;
 	TupleDesc	tupdesc;
-	Datum		values[10];
-	bool		nulls[10] = {false};
+	Datum		values[11];
+	bool		nulls[11] = {false};
 	BlockNumber nblocks;
+	Datum		names[EYTZ_MAX_INCLUDE];
+	int			ncols;
+	int			c;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -90,6 +95,10 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock);
 	eytz_read_meta(index, &meta);
 	nblocks = RelationGetNumberOfBlocks(index);
+	ncols = eytz_include_count(index);
+	for (c = 0; c < ncols && c < EYTZ_MAX_INCLUDE; c++)
+		names[c] = CStringGetTextDatum(NameStr(TupleDescAttr(RelationGetDescr(index),
+															 1 + c)->attname));
 	relation_close(index, AccessShareLock);
 
 	values[0] = CStringGetTextDatum(eytz_layout_name(eytz_meta_layout(&meta)));
@@ -102,6 +111,9 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum((int64) nblocks);
 	values[8] = Int64GetDatum((int64) nblocks * BLCKSZ);
 	values[9] = Int64GetDatum((int64) meta.generation);
+	/* the INCLUDE columns (a 0.1.0 definition of the function has no such column) */
+	values[10] = PointerGetDatum(construct_array(names, c, TEXTOID, -1, false,
+												 TYPALIGN_INT));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

@@ -5,7 +5,8 @@
  * Every indexed value becomes an unsigned 4- or 8-byte key whose unsigned
  * order is PostgreSQL's btree order of the type: signed integers flip the
  * sign bit; floats map NaN to the largest key and -0 to +0, exactly as
- * float4/float8 comparisons order them.
+ * float4/float8 comparisons order them (so a float key does not decode to
+ * the value it came from: index-only scans cannot return it).
  *
  * A qual "col OP arg" becomes a closed range of keys.  For the column's own
  * type and the integer family (int2/int4/int8 against each other) this is
@@ -170,15 +171,15 @@ dec_timestamp(uint64 k)
 
 static const EytzKeyType key_types[] = {
 	{INT2OID, 4, true, PG_INT16_MIN, PG_INT16_MAX,
-	 (uint32) PG_INT16_MIN ^ SIGN32, (uint32) PG_INT16_MAX ^ SIGN32, enc_int2, dec_int2},
-	{INT4OID, 4, true, PG_INT32_MIN, PG_INT32_MAX, 0, PG_UINT32_MAX, enc_int4, dec_int4},
-	{INT8OID, 8, true, PG_INT64_MIN, PG_INT64_MAX, 0, PG_UINT64_MAX, enc_int8, dec_int8},
-	{OIDOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_oid, dec_oid},
-	{DATEOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_int4, dec_date},
-	{TIMESTAMPOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_timestamp},
-	{TIMESTAMPTZOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_timestamp},
-	{FLOAT4OID, 4, false, 0, 0, FLOAT4_NEG_INF_KEY, PG_UINT32_MAX, enc_float4, dec_float4},
-	{FLOAT8OID, 8, false, 0, 0, FLOAT8_NEG_INF_KEY, PG_UINT64_MAX, enc_float8, dec_float8},
+	 (uint32) PG_INT16_MIN ^ SIGN32, (uint32) PG_INT16_MAX ^ SIGN32, enc_int2, dec_int2, true},
+	{INT4OID, 4, true, PG_INT32_MIN, PG_INT32_MAX, 0, PG_UINT32_MAX, enc_int4, dec_int4, true},
+	{INT8OID, 8, true, PG_INT64_MIN, PG_INT64_MAX, 0, PG_UINT64_MAX, enc_int8, dec_int8, true},
+	{OIDOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_oid, dec_oid, true},
+	{DATEOID, 4, false, 0, 0, 0, PG_UINT32_MAX, enc_int4, dec_date, true},
+	{TIMESTAMPOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_timestamp, true},
+	{TIMESTAMPTZOID, 8, false, 0, 0, 0, PG_UINT64_MAX, enc_int8, dec_timestamp, true},
+	{FLOAT4OID, 4, false, 0, 0, FLOAT4_NEG_INF_KEY, PG_UINT32_MAX, enc_float4, dec_float4, false},
+	{FLOAT8OID, 8, false, 0, 0, FLOAT8_NEG_INF_KEY, PG_UINT64_MAX, enc_float8, dec_float8, false},
 };
 
 /* The key type of a data type, or NULL if eytzgpu cannot index it */

@@ -328,13 +328,15 @@ void
 eytz_region_begin(EytzRegionReader *r, Relation index,
 				  const EytzMetaPageData *meta, BufferAccessStrategy strategy)
 {
+	int			c;
+
 	r->index = index;
 	r->meta = *meta;
 	r->strategy = strategy;
 	r->keybuf = InvalidBuffer;
 	r->tidbuf = InvalidBuffer;
 	eytz_include_get(index, &r->inc);
-	for (int c = 0; c < r->inc.ncols; c++)
+	for (c = 0; c < r->inc.ncols; c++)
 		r->valbuf[c] = r->nullbuf[c] = InvalidBuffer;
 }
 

@@ -8,16 +8,28 @@
  * small, so that LIMIT 1 reads a few pages, and double up to work_mem.
  * Recheck is set: the TIDs come from pages no pin protects once read, so
  * the executor re-evaluates the quals on each heap tuple.
+ *
+ * Index-only scans get each entry as an index tuple: the key decoded (for
+ * the key types that decode exactly) and the included values.  The executor
+ * trusts the visibility map for a TID between amgettuple returning it and
+ * the next call, so VACUUM must not remove that TID's heap tuple meanwhile
+ * (nbtree holds a pin on the leaf page for that): an index-only scan holds
+ * the EYTZ_IOS_LOCK_BLKNO page lock in share mode, which ambulkdelete takes
+ * exclusively, from reading a chunk until the executor asks past its end.
+ * A TID VACUUM has tombstoned before is not in the chunk; one it has not yet
+ * cannot leave the heap before the executor is done with it.  Merges do not
+ * take that lock: they remove nothing from the heap.
  */
 #include "postgres.h"
 
 #include "access/relscan.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 /* the first chunk: one pending page's worth, rounded up */
 #define EYTZ_FIRST_CHUNK	1024
@@ -30,6 +42,15 @@ typedef struct EytzScanOpaqueData
 	int			cap;
 	int			ntids;
 	int			next;
+
+	/* index-only scans: the chunk's keys and values, returned in TID order */
+	bool		locked;			/* holding EYTZ_IOS_LOCK_BLKNO (see above) */
+	int			ncols;
+	uint64	   *keys;
+	Datum	   *values;			/* [i * ncols + c] */
+	bool	   *isnull;
+	int		   *order;			/* the chunk's entries by TID */
+	MemoryContext itup_cxt;		/* the index tuple returned last */
 } EytzScanOpaqueData;
 
 typedef EytzScanOpaqueData *EytzScanOpaque;
@@ -48,22 +69,45 @@ eytz_beginscan(Relation r, int nkeys, int norderbys)
 
 /* Forget the scan's search and its TIDs (rescan, end) */
 static void
-reset_scan(EytzScanOpaque so)
+reset_scan(IndexScanDesc scan)
 {
+	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
+	MemoryContext itup_cxt = so->itup_cxt;
+
 	if (so->search)
 		eytz_search_end(so->search);
 	if (so->tids)
 		pfree(so->tids);
+	if (so->keys)
+	{
+		pfree(so->keys);
+		pfree(so->values);
+		pfree(so->isnull);
+		pfree(so->order);
+	}
+	if (so->locked)
+		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	memset(so, 0, sizeof(EytzScanOpaqueData));
+	so->itup_cxt = itup_cxt;
+}
+
+/*
+ * Can an index-only scan return attribute attno?  The key if it decodes to
+ * the value it came from, and every included column.
+ */
+bool
+eytz_canreturn(Relation index, int attno)
+{
+	if (attno == 1)
+		return eytz_index_key_type(index)->exact;
+	return true;
 }
 
 void
 eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 			ScanKey orderbys, int norderbys)
 {
-	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
-
-	reset_scan(so);
+	reset_scan(scan);
 	if (scankey && scan->numberOfKeys > 0)
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 }
@@ -82,16 +126,38 @@ start_search(IndexScanDesc scan, int cap)
 	pfree(ranges);
 	so->cap = cap;
 	so->tids = palloc(sizeof(ItemPointerData) * cap);
+	if (scan->xs_want_itup)
+	{
+		so->ncols = eytz_include_count(scan->indexRelation);
+		so->keys = palloc(sizeof(uint64) * cap);
+		so->values = palloc(sizeof(Datum) * cap * Max(so->ncols, 1));
+		so->isnull = palloc(sizeof(bool) * cap * Max(so->ncols, 1));
+		so->order = palloc(sizeof(int) * cap);
+		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
+		if (so->itup_cxt == NULL)
+			so->itup_cxt = AllocSetContextCreate(CurrentMemoryContext,
+												 "eytzgpu index-only scan",
+												 ALLOCSET_SMALL_SIZES);
+	}
 	pgstat_count_index_scan(scan->indexRelation);
 }
 
-/* The largest chunk: work_mem's worth of TIDs */
+/*
+ * The largest chunk: work_mem's worth of TIDs, with their keys and values
+ * for an index-only scan
+ */
 static int
-max_chunk(void)
+max_chunk(EytzScanOpaque so)
 {
-	Size		n = (Size) work_mem * 1024 / sizeof(ItemPointerData);
+	Size		entry = sizeof(ItemPointerData);
+	Size		n;
 
-	return (int) Min(Max(n, EYTZ_FIRST_CHUNK), MaxAllocSize / sizeof(ItemPointerData));
+	if (so->keys)
+		entry += sizeof(uint64) + sizeof(int) +
+			(sizeof(Datum) + sizeof(bool)) * Max(so->ncols, 1);
+	n = (Size) work_mem * 1024 / entry;
+	return (int) Min(Max(n, EYTZ_FIRST_CHUNK),
+					 MaxAllocSize / (sizeof(Datum) * Max(so->ncols, 1)));
 }
 
 /* qsort order of ItemPointerData */
@@ -99,6 +165,58 @@ static int
 tid_cmp(const void *a, const void *b)
 {
 	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/* qsort_arg order of the entries of a chunk by TID */
+static int
+order_cmp(const void *a, const void *b, void *arg)
+{
+	const ItemPointerData *tids = arg;
+
+	return ItemPointerCompare((ItemPointer) &tids[*(const int *) a],
+							  (ItemPointer) &tids[*(const int *) b]);
+}
+
+/*
+ * The next chunk of an index-only scan, sorted by TID through order; the
+ * lock is let go between chunks, so VACUUM can get in
+ */
+static int
+next_itup_chunk(IndexScanDesc scan)
+{
+	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
+	int			n,
+				i;
+
+	if (so->locked)
+		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
+	LockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
+	so->locked = true;
+	n = eytz_search_next_values(so->search, so->tids, so->keys, so->values,
+								so->isnull, so->cap);
+	for (i = 0; i < n; i++)
+		so->order[i] = i;
+	qsort_arg(so->order, n, sizeof(int), order_cmp, so->tids);
+	return n;
+}
+
+/* Entry i of the chunk as the index tuple of an index-only scan */
+static void
+form_itup(IndexScanDesc scan, int i)
+{
+	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
+	Datum		values[1 + EYTZ_MAX_INCLUDE];
+	bool		isnull[1 + EYTZ_MAX_INCLUDE];
+	MemoryContext old;
+
+	values[0] = eytz_index_key_type(scan->indexRelation)->decode(so->keys[i]);
+	isnull[0] = false;
+	memcpy(&values[1], &so->values[(Size) i * so->ncols], sizeof(Datum) * so->ncols);
+	memcpy(&isnull[1], &so->isnull[(Size) i * so->ncols], sizeof(bool) * so->ncols);
+	MemoryContextReset(so->itup_cxt);
+	old = MemoryContextSwitchTo(so->itup_cxt);
+	scan->xs_itup = index_form_tuple(scan->xs_itupdesc, values, isnull);
+	MemoryContextSwitchTo(old);
 }
 
 bool
@@ -113,18 +231,40 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 		if (so->done)
 			return false;
 		/* grow the chunk for scans that keep asking */
-		if (so->ntids == so->cap && so->cap < max_chunk())
+		if (so->ntids == so->cap && so->cap < max_chunk(so))
 		{
-			so->cap = Min(so->cap * 2, max_chunk());
+			so->cap = Min(so->cap * 2, max_chunk(so));
 			so->tids = repalloc(so->tids, sizeof(ItemPointerData) * so->cap);
+			if (so->keys)
+			{
+				so->keys = repalloc(so->keys, sizeof(uint64) * so->cap);
+				so->values = repalloc(so->values,
+									  sizeof(Datum) * so->cap * Max(so->ncols, 1));
+				so->isnull = repalloc(so->isnull,
+									  sizeof(bool) * so->cap * Max(so->ncols, 1));
+				so->order = repalloc(so->order, sizeof(int) * so->cap);
+			}
 		}
-		so->ntids = eytz_search_next(so->search, so->tids, so->cap);
+		if (so->keys)
+			so->ntids = next_itup_chunk(scan);
+		else
+		{
+			so->ntids = eytz_search_next(so->search, so->tids, so->cap);
+			if (so->ntids > 1)
+				qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
+		}
 		so->next = 0;
 		so->done = so->ntids == 0;
-		if (so->ntids > 1)
-			qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
 	}
-	scan->xs_heaptid = so->tids[so->next++];
+	if (so->keys)
+	{
+		int			i = so->order[so->next++];
+
+		scan->xs_heaptid = so->tids[i];
+		form_itup(scan, i);
+	}
+	else
+		scan->xs_heaptid = so->tids[so->next++];
 	scan->xs_recheck = true;
 	return true;
 }
@@ -137,14 +277,14 @@ eytz_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	int			got;
 
 	if (so->search == NULL)
-		start_search(scan, max_chunk());
+		start_search(scan, max_chunk(so));
 	while ((got = eytz_search_next(so->search, so->tids, so->cap)) > 0)
 	{
 		tbm_add_tuples(tbm, so->tids, got, true);
 		n += got;
 		CHECK_FOR_INTERRUPTS();
 	}
-	reset_scan(so);
+	reset_scan(scan);
 	return n;
 }
 
@@ -153,6 +293,8 @@ eytz_endscan(IndexScanDesc scan)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
 
-	reset_scan(so);
+	reset_scan(scan);
+	if (so->itup_cxt)
+		MemoryContextDelete(so->itup_cxt);
 	pfree(so);
 }

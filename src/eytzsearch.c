@@ -15,6 +15,9 @@
  * The metapage is read once, at the start: the region and pending list of
  * that generation stay readable until the search's transaction ends, since
  * merges only recycle pages no running transaction may read (eytzpage.c).
+ *
+ * For index-only scans the search also gives each match's key and included
+ * values: a layout match's from its slot, a pending entry's from the page.
  */
 #include "postgres.h"
 
@@ -22,7 +25,7 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzinclude.h"
 
 struct EytzSearch
 {
@@ -37,7 +40,10 @@ struct EytzSearch
 	EytzPendingReader pending;
 	bool		pending_done;
 	EytzPendingEntry *page;		/* the page read but not yet emitted */
+	Datum	   *page_values;	/* its entries' included values */
+	bool	   *page_nulls;
 	int			page_count;		/* -1: none */
+	int			ncols;			/* included columns */
 };
 
 /* Set up c to read the layout of the generation meta describes */
@@ -78,12 +84,14 @@ out_of_order(EytzRangeCursor *c, uint64 slot)
 }
 
 /*
- * Up to max more TIDs of live entries of the range; fewer than max when the
- * range is done.  The caller releases the region's buffers
- * (eytz_region_release) before it returns to the executor.
+ * Up to max more TIDs of live entries of the range, and their slots (if
+ * slots is not NULL: for eytz_region_key() and eytz_region_include());
+ * fewer than max when the range is done.  The caller releases the region's
+ * buffers (eytz_region_release) before it returns to the executor.
  */
 int
-eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max)
+eytz_cursor_next_slots(EytzRangeCursor *c, ItemPointerData *tids, uint64 *slots,
+					   int max)
 {
 	const EytzMetaPageData *m = &c->region.meta;
 	uint32		k = m->fanout;
@@ -136,7 +144,11 @@ eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max)
 				out_of_order(c, c->pos);
 			c->run_prev = key;
 			if (eytz_region_tid(&c->region, c->pos, &tids[got]))
+			{
+				if (slots)
+					slots[got] = c->pos;
 				got++;
+			}
 			c->pos++;
 		}
 		if (got < max)
@@ -147,6 +159,13 @@ eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max)
 		}
 	}
 	return got;
+}
+
+/* Up to max more TIDs of live entries of the range (eytz_cursor_next_slots()) */
+int
+eytz_cursor_next(EytzRangeCursor *c, ItemPointerData *tids, int max)
+{
+	return eytz_cursor_next_slots(c, tids, NULL, max);
 }
 
 EytzSearch *
@@ -166,6 +185,9 @@ eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 	eytz_pending_begin(&s->pending, index, &s->meta);
 	s->pending_done = nranges == 0;
 	s->page = palloc(sizeof(EytzPendingEntry) * EYTZ_PENDING_PER_PAGE);
+	s->ncols = eytz_include_count(index);
+	s->page_values = palloc(sizeof(Datum) * EYTZ_PENDING_PER_PAGE * Max(s->ncols, 1));
+	s->page_nulls = palloc(sizeof(bool) * EYTZ_PENDING_PER_PAGE * Max(s->ncols, 1));
 	s->page_count = -1;
 	return s;
 }
@@ -191,17 +213,34 @@ key_in_ranges(uint64 key, const EytzRange *ranges, int nranges)
 	return false;
 }
 
-/* Emit up to max TIDs of layout entries, range after range; returns how many */
+/*
+ * Emit up to max TIDs of layout entries, range after range, with their keys
+ * and included values if keys is not NULL; returns how many
+ */
 static int
-search_layout(EytzSearch *s, ItemPointerData *tids, int max)
+search_layout(EytzSearch *s, ItemPointerData *tids, uint64 *keys,
+			  Datum *values, bool *isnull, int max)
 {
 	int			got = 0;
 
 	while (s->range < s->nranges && got < max)
 	{
 		int			want = max - got;
-		int			n = eytz_cursor_next(&s->cursor, tids + got, want);
+		int			n = eytz_cursor_next_slots(&s->cursor, tids + got,
+											   keys ? keys + got : NULL, want);
+		int			i;
 
+		/* keys holds the slots so far: their keys and values replace them */
+		for (i = got; keys && i < got + n; i++)
+		{
+			uint64		slot = keys[i];
+
+			keys[i] = eytz_region_key(&s->cursor.region, slot);
+			if (s->ncols > 0)
+				eytz_region_include(&s->cursor.region, slot,
+									values + (Size) i * s->ncols,
+									isnull + (Size) i * s->ncols);
+		}
 		got += n;
 		if (n < want && ++s->range < s->nranges)
 		{
@@ -215,10 +254,13 @@ search_layout(EytzSearch *s, ItemPointerData *tids, int max)
 	return got;
 }
 
-/* Emit whole pending pages' matches while they fit in max */
+/* Emit whole pending pages' matches while they fit in max (as search_layout()) */
 static int
-search_pending(EytzSearch *s, ItemPointerData *tids, int max)
+search_pending(EytzSearch *s, ItemPointerData *tids, uint64 *keys,
+			   Datum *values, bool *isnull, int max)
 {
+	int			m = s->ncols;
+
 	int			got = 0;
 
 	while (!s->pending_done)
@@ -230,7 +272,9 @@ search_pending(EytzSearch *s, ItemPointerData *tids, int max)
 		{
 			BlockNumber blkno;
 
-			s->page_count = eytz_pending_next(&s->pending, s->page, &blkno);
+			s->page_count = eytz_pending_next_include(&s->pending, s->page,
+													  s->page_values,
+													  s->page_nulls, &blkno);
 			if (s->page_count < 0)
 			{
 				s->pending_done = true;
@@ -239,13 +283,30 @@ search_pending(EytzSearch *s, ItemPointerData *tids, int max)
 			/* keep only the matches, so a page needs room for those only */
 			for (i = 0; i < s->page_count; i++)
 				if (key_in_ranges(s->page[i].key, s->ranges, s->nranges))
+				{
+					memmove(&s->page_values[nmatch * m], &s->page_values[i * m],
+							sizeof(Datum) * m);
+					memmove(&s->page_nulls[nmatch * m], &s->page_nulls[i * m],
+							sizeof(bool) * m);
 					s->page[nmatch++] = s->page[i];
+				}
 			s->page_count = nmatch;
 		}
 		if (s->page_count > max - got)
 			break;
+		if (keys && m > 0)
+		{
+			memcpy(&values[(Size) got * m], s->page_values,
+				   sizeof(Datum) * m * s->page_count);
+			memcpy(&isnull[(Size) got * m], s->page_nulls,
+				   sizeof(bool) * m * s->page_count);
+		}
 		for (i = 0; i < s->page_count; i++)
+		{
+			if (keys)
+				keys[got] = s->page[i].key;
 			tids[got++] = s->page[i].tid;
+		}
 		s->page_count = -1;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -254,18 +315,30 @@ search_pending(EytzSearch *s, ItemPointerData *tids, int max)
 
 /*
  * Up to max (>= EYTZ_PENDING_PER_PAGE) more TIDs of the index within the
- * ranges, in no particular order; 0 when there are no more.
+ * ranges, in no particular order; 0 when there are no more.  If keys is not
+ * NULL, also each match's key and included values (values[i * m + c],
+ * isnull likewise; room for max * m).
  */
+int
+eytz_search_next_values(EytzSearch *s, ItemPointerData *tids, uint64 *keys,
+						Datum *values, bool *isnull, int max)
+{
+	int			got;
+	Size		m = s->ncols;
+
+	Assert(max >= (int) EYTZ_PENDING_PER_PAGE);
+	got = search_layout(s, tids, keys, values, isnull, max);
+	if (got < max)
+		got += search_pending(s, tids + got, keys ? keys + got : NULL,
+							  values ? values + got * m : NULL,
+							  isnull ? isnull + got * m : NULL, max - got);
+	return got;
+}
+
 int
 eytz_search_next(EytzSearch *s, ItemPointerData *tids, int max)
 {
-	int			got;
-
-	Assert(max >= (int) EYTZ_PENDING_PER_PAGE);
-	got = search_layout(s, tids, max);
-	if (got < max)
-		got += search_pending(s, tids + got, max - got);
-	return got;
+	return eytz_search_next_values(s, tids, NULL, NULL, NULL, max);
 }
 
 void
@@ -274,5 +347,7 @@ eytz_search_end(EytzSearch *s)
 	eytz_region_release(&s->cursor.region);
 	pfree(s->ranges);
 	pfree(s->page);
+	pfree(s->page_values);
+	pfree(s->page_nulls);
 	pfree(s);
 }

@@ -68,7 +68,11 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
 
-	/* keep merges and inserts out while the pages change */
+	/*
+	 * Wait for index-only scans to be done with the TIDs they returned
+	 * (eytzscan.c), then keep merges and inserts out while the pages change
+	 */
+	LockPage(index, EYTZ_IOS_LOCK_BLKNO, ExclusiveLock);
 	LockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
 	eytz_read_meta(index, &meta);
 	metabuf = ReadBuffer(index, EYTZ_METAPAGE_BLKNO);
@@ -163,6 +167,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	}
 	ReleaseBuffer(metabuf);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
+	UnlockPage(index, EYTZ_IOS_LOCK_BLKNO, ExclusiveLock);
 	pfree(pblocks);
 
 	stats->tuples_removed += removed;

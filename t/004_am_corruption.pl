@@ -183,5 +183,61 @@ $node->start;
 my ($state) = run("SELECT eytzgpu_verify('h_idx', true)");
 is($state, 'XX002', 'heapallindexed finds the tuples whose entries are wrong');
 
+# INCLUDE columns: a changed value, a value page of the wrong type, a NULL
+# bit over a value
+$node->safe_psql('postgres', 'CREATE TABLE hi (k int4, v int8)');
+$node->safe_psql('postgres',
+	'INSERT INTO hi SELECT g, g * 7 + 1 FROM generate_series(1, 3000) g');
+$node->safe_psql('postgres',
+	'CREATE INDEX hi_idx ON hi USING eytzgpu (k) INCLUDE (v) WITH (layout = ebs)');
+$node->safe_psql('postgres', 'VACUUM hi');
+my $ios_settings = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
+my $ios = "$ios_settings SELECT sum(v) FROM hi WHERE k BETWEEN 1 AND 3000";
+my $ios_sum = $node->safe_psql('postgres', $ios);
+is($ios_sum, '31513500', 'the index-only scan of the INCLUDE index');
+like(
+	$node->safe_psql(
+		'postgres',
+		"$ios_settings EXPLAIN (COSTS OFF) SELECT sum(v) FROM hi WHERE k BETWEEN 1 AND 3000"),
+	qr/Index Only Scan using hi_idx/,
+	'it is an index-only scan');
+my $hifile = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('hi_idx')");
 $node->stop;
+my $hi = slurp_file($hifile);
+# the region: keys, TIDs, then the values of v and its NULL bitmap
+my $values_start = unpack('L<', substr($hi, $META + 56, 4)) +
+  unpack('L<', substr($hi, $META + 60, 4));
+my $nulls_start = $values_start + 3;    # 3000 int8 values: 1019 a page
+# what a case damages: a value only the heap can tell wrong, a page every
+# scan checks, or a bit only eytzgpu_verify() can tell (a value under a NULL)
+my @include_cases = (
+	[ 'an INCLUDE value changed', $values_start * $PAGE + 24, pack('q<', 12345), 'heap' ],
+	[ 'an INCLUDE value page typed TID', $values_start * $PAGE + $SPECIAL + 6, pack('S<', 3), 'scan' ],
+	[ 'a NULL bit over a value', $nulls_start * $PAGE + 24, pack('C', 1), 'verify' ],);
+foreach my $case (@include_cases)
+{
+	my ($what, $off, $bytes, $found_by) = @$case;
+	my $heap_only = $found_by eq 'heap';
+	my $damaged = $hi;
+	substr($damaged, $off, length($bytes)) = $bytes;
+	open($fh, '>', $hifile) or die "open $hifile: $!";
+	binmode $fh;
+	print $fh $damaged;
+	close $fh;
+	$node->start;
+	($state) = run("SELECT eytzgpu_verify('hi_idx', true)");
+	is($state, 'XX002', "$what: eytzgpu_verify(heapallindexed) reports it");
+	($state) = run("SELECT eytzgpu_verify('hi_idx')");
+	is($state, $heap_only ? '' : 'XX002',
+		"$what: eytzgpu_verify without the heap " . ($heap_only ? 'cannot know' : 'reports it'));
+	if ($found_by eq 'scan')
+	{
+		my ($qstate, $out) = run($ios);
+		ok( $qstate eq '' ? $out eq $ios_sum : $qstate eq 'XX002',
+			"$what: the index-only scan answers right or reports corruption ($qstate)");
+	}
+	$node->stop;
+}
+
 done_testing();
