@@ -10,22 +10,12 @@
 \i sql/join_harness.inc
 \set ECHO all
 
--- ji_fetches(q): the view that answered q and its Heap Fetches
-CREATE FUNCTION ji_fetches(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-	dev text := 'no eytzgpu join';
-	fetches text := '?';
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-		IF r."QUERY PLAN" ~ '^\s*Device: ' THEN
-			dev := substring(r."QUERY PLAN" from 'Device: (.*)$');
-		ELSIF r."QUERY PLAN" ~ '^\s*Heap Fetches: ' THEN
-			fetches := substring(r."QUERY PLAN" from 'Heap Fetches: (.*)$');
-		END IF;
-	END LOOP;
-	RETURN format('device=%s heap fetches=%s', dev, fetches);
-END $$;
+-- ji_fetches(q): the view that answered q and its Heap Fetches (from
+-- join_plan's EXPLAIN ANALYZE, with the device shown)
+CREATE FUNCTION ji_fetches(q text) RETURNS text LANGUAGE sql AS $$
+	SELECT string_agg(trim(l), ', ') FROM join_plan(q, true, 'Lookups') l
+	WHERE l ~ '^\s*(Device|Heap Fetches): '
+$$;
 
 -- ji_index_only(q): does q's plan answer from the index?
 CREATE FUNCTION ji_index_only(q text) RETURNS boolean LANGUAGE plpgsql AS $$
@@ -139,7 +129,7 @@ SELECT (random() * 8000)::int4, CASE WHEN g % 3 = 0 THEN NULL ELSE -g END, g / 3
 	   NULL, g % 2 = 0, NULL, now(), NULL, g::oid, -g
 FROM generate_series(1, 700) g;
 SELECT ji_checks();
-SELECT ji_fetches('SELECT o.x, i.v, i.f FROM ji_outer o JOIN ji_inner i ON i.k = o.k') ~ 'heap fetches=0$' AS no_fetches;
+SELECT ji_fetches('SELECT o.x, i.v, i.f FROM ji_outer o JOIN ji_inner i ON i.k = o.k') ~ 'Heap Fetches: 0$' AS no_fetches;
 
 -- after VACUUM (the pending list merged) the index answers all again
 VACUUM ji_inner;
