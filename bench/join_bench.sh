@@ -23,6 +23,10 @@
 # match, and how much of the node's time the stages account for.  Also
 # builds a btree, a CPU and (with a GPU) a GPU eytzgpu index and checks that
 # the two eytzgpu indexes' pages are byte-identical.
+# Last, the INCLUDE section (include.txt): on each data set the CPU join
+# over the index without INCLUDE, then over a covering index INCLUDE (v)
+# after VACUUM (index-only: the sum reads v from the index), with sizes and
+# EXPLAIN ANALYZE's heap fetches.
 set -euo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
@@ -195,8 +199,35 @@ for set in friendly random; do
 		"$(grep -oE 'Lookup Acquire Time: [0-9.]+' "$OUT/${set}_parallel_explain.log" | awk '{printf "%s ", $4}')" |
 		tee -a "$OUT/summary.txt"
 done
+# ---- INCLUDE: the index-only join (issue 10), CPU path.  After VACUUM the
+# join reading only the key and an included column (sum(i.v) with v
+# included) against the same join over the index without INCLUDE, on both
+# data sets, in this run; with the heap fetches EXPLAIN ANALYZE counts.
+incl_fetches() {
+	{ echo "$1"; echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $2;"; } | $PSQL 2>&1 |
+		grep -oE 'Heap Fetches: [0-9]+' | awk '{print $3}'
+}
+incl_case() {
+	local label=$1 tbl=$2 plain_idx=$3 query=$4
+	local settings="$ON $FORCE SET eytzgpu.device = cpu;"
+	time_query "$label: no INCLUDE, CPU" "$settings" "$query"
+	echo "$label: no INCLUDE heap fetches $(incl_fetches "$settings" "$query")" | tee -a "$OUT/include.txt"
+	idx_time "$label: eytzgpu build INCLUDE (v)" "SET maintenance_work_mem = '8GB'; SET eytzgpu.device = cpu;" \
+		"CREATE INDEX ${tbl}_ez_incl ON $tbl USING eytzgpu (k) INCLUDE (v)"
+	sql "SELECT '$label: INCLUDE index size ' || pg_size_pretty(pg_relation_size('${tbl}_ez_incl')) || ' (without: ' || pg_size_pretty(pg_relation_size('$plain_idx')) || ')'" | tee -a "$OUT/include.txt"
+	sql "VACUUM $tbl"
+	# the planner would take the covering index anyway; nothing else to choose
+	sql "DROP INDEX $plain_idx"
+	time_query "$label: INCLUDE (index-only), CPU" "$settings" "$query" budget
+	echo "$label: INCLUDE heap fetches $(incl_fetches "$settings" "$query")" | tee -a "$OUT/include.txt"
+}
+: >"$OUT/include.txt"
+incl_case "include" inner_t inner_ez_cpu "$Q"
+incl_case "random include" inner_r inner_r_ez "$QR"
 
 echo
 cat "$OUT/table.md"
 echo
 cat "$OUT/budget.md"
+echo
+cat "$OUT/include.txt"

@@ -28,6 +28,7 @@
 
 #include "eytzcache.h"
 #include "eytzdevice.h"
+#include "eytzinclude.h"
 
 int			eytz_device_mode = EYTZ_DEVICE_AUTO;
 int			eytz_gpu_memory_limit_mb = 4096;
@@ -86,6 +87,12 @@ struct EytzGpuEntry
 	int			key_width;
 	EytzGpuIndex *handle;
 	bool		own_xact;		/* built by the current transaction */
+	uint64		ndead;			/* tombstones of the layout uploaded */
+	/* attached columns: the included ones, 0..ninclude-1, then the keys */
+	int			ninclude;
+	int			key_column;		/* -1: nothing attached */
+	int			widths[EYTZGPU_MAX_COLUMNS];
+	uint32		mask;			/* the columns join batches return now */
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
@@ -204,6 +211,7 @@ entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
 	e->key_width = key_width;
 	e->handle = h;
 	e->own_xact = own_xact;
+	e->key_column = -1;
 	if (!eytz_cache_add(&gpu_cache, &e->ce, index, generation, bytes, refcount, gpu_limit()))
 	{
 		entry_free(&e->ce);
@@ -239,10 +247,33 @@ upload_estimate(uint64 n, int key_width)
 	return n * (key_width + sizeof(uint64)) * 2;
 }
 
-bool
-eytz_device_room(Relation index, const EytzMetaPageData *meta, char **why)
+/* Can the keys ride along as a column after the included ones? */
+static bool
+key_column_fits(const EytzInclude *inc)
 {
-	uint64		estimate = upload_estimate(meta->nentries, meta->key_width);
+	return inc->ncols > 0 && inc->ncols < EYTZGPU_MAX_COLUMNS;
+}
+
+/* The attached columns: values, NULL bitmaps and the keys again */
+static uint64
+columns_estimate(uint64 n, int key_width, const EytzInclude *inc)
+{
+	uint64		bytes = 0;
+	int			c;
+
+	for (c = 0; c < inc->ncols; c++)
+		bytes += n * inc->width[c] + (n + 7) / 8;
+	if (key_column_fits(inc))
+		bytes += n * key_width;
+	return bytes;
+}
+
+bool
+eytz_device_room(Relation index, const EytzMetaPageData *meta,
+				 const EytzInclude *inc, char **why)
+{
+	uint64		estimate = upload_estimate(meta->nentries, meta->key_width) +
+		columns_estimate(meta->nentries, meta->key_width, inc);
 
 	if (estimate > gpu_limit() || !eytz_cache_make_room(&gpu_cache, estimate, gpu_limit()))
 	{
@@ -253,17 +284,59 @@ eytz_device_room(Relation index, const EytzMetaPageData *meta, char **why)
 	return true;
 }
 
+/*
+ * Attach the included columns and the keys to handle h; false with *why
+ * (h freed) on failure.  *bytes becomes the handle's device memory.
+ */
+static bool
+attach_columns(EytzGpuIndex *h, const EytzMetaPageData *meta, const void *keys,
+			   const EytzInclude *inc, char *const *values, uint8 *const *nulls,
+			   uint64 *bytes, char **why)
+{
+	const void *cols[EYTZGPU_MAX_COLUMNS];
+	const uint8_t *colnulls[EYTZGPU_MAX_COLUMNS];
+	int			widths[EYTZGPU_MAX_COLUMNS];
+	int			m = 0;
+	char		errbuf[256];
+	int			rc;
+
+	for (; m < inc->ncols; m++)
+	{
+		cols[m] = values[m];
+		colnulls[m] = nulls[m];
+		widths[m] = inc->width[m];
+	}
+	if (key_column_fits(inc))
+	{
+		cols[m] = keys;
+		colnulls[m] = NULL;
+		widths[m] = meta->key_width;
+		m++;
+	}
+	errbuf[0] = '\0';
+	rc = eytzgpu_attach_columns(h, m, widths, cols, colnulls, bytes, errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
+	{
+		*why = gpu_error("GPU upload of the included columns", rc, errbuf);
+		eytzgpu_free(h);
+		return false;
+	}
+	return true;
+}
+
 EytzGpuEntry *
 eytz_device_upload(Relation index, const EytzMetaPageData *meta,
-				   const void *keys, const uint64 *tids, char **why)
+				   const void *keys, const uint64 *tids, const EytzInclude *inc,
+				   char *const *values, uint8 *const *nulls, char **why)
 {
 	EytzGpuEntry *e;
 	EytzGpuIndex *h = NULL;
 	uint64		bytes = 0;
 	char		errbuf[256];
 	int			rc;
+	int			c;
 
-	if (!eytz_device_room(index, meta, why))
+	if (!eytz_device_room(index, meta, inc, why))
 		return NULL;
 	errbuf[0] = '\0';
 	rc = eytzgpu_upload(-1, keys, tids, meta->nentries, meta->key_width,
@@ -273,11 +346,31 @@ eytz_device_upload(Relation index, const EytzMetaPageData *meta,
 		*why = gpu_error("GPU upload", rc, errbuf);
 		return NULL;
 	}
+	if (inc->ncols > 0 && meta->nentries > 0 &&
+		!attach_columns(h, meta, keys, inc, values, nulls, &bytes, why))
+		return NULL;
 	e = entry_add(index, meta->generation, meta->key_width, h, bytes, 1, false);
 	if (e == NULL)
+	{
 		*why = psprintf("index \"%s\" takes " UINT64_FORMAT " MB of GPU memory, more than eytzgpu.gpu_memory_limit leaves",
 						RelationGetRelationName(index), bytes / (1024 * 1024) + 1);
+		return NULL;
+	}
+	e->ndead = meta->ndead;
+	if (inc->ncols > 0 && meta->nentries > 0)
+	{
+		e->ninclude = inc->ncols;
+		e->key_column = key_column_fits(inc) ? inc->ncols : -1;
+		for (c = 0; c < inc->ncols; c++)
+			e->widths[c] = inc->width[c];
+	}
 	return e;
+}
+
+uint64
+eytz_device_ndead(const EytzGpuEntry *e)
+{
+	return e->ndead;
 }
 
 void
@@ -293,12 +386,77 @@ eytz_device_release(EytzGpuEntry *e)
  * row), so the matches are copied out as they come.  *nq_done = 0 with no
  * matches: query first alone has more than max (the caller walks it).
  */
+/*
+ * Ask the handle for the columns a stage wants with the next batches (none
+ * without a stage); false when the copy has none of them to give
+ */
+static bool
+set_join_columns(EytzGpuEntry *e, const EytzStage *stage, char **why)
+{
+	uint32		mask = 0;
+	char		errbuf[256];
+	int			rc;
+	int			j;
+
+	if (stage && e->key_column >= 0)
+	{
+		mask = 1U << e->key_column;
+		for (j = 0; j < stage->ncols; j++)
+			mask |= 1U << stage->cols[j];
+	}
+	if (mask != e->mask)
+	{
+		errbuf[0] = '\0';
+		rc = eytzgpu_join_columns(e->handle, mask, errbuf, sizeof(errbuf));
+		if (rc != EYTZGPU_OK)
+		{
+			*why = gpu_error("GPU column selection", rc, errbuf);
+			return false;
+		}
+		e->mask = mask;
+	}
+	return true;
+}
+
+/* The values of the n matches of res into stage positions from.. */
+static void
+stage_result(const EytzGpuEntry *e, const EytzGpuJoinResult *res, uint64 n,
+			 EytzStage *stage, uint32 from)
+{
+	const char *keys = res->columns[e->key_column];
+	uint64		i;
+	int			j;
+
+	for (i = 0; i < n; i++)
+	{
+		stage->have[from + i] = true;
+		stage->keys[from + i] = eytz_key_at(keys, e->key_width, i);
+	}
+	for (j = 0; j < stage->ncols; j++)
+	{
+		int			c = stage->cols[j];
+		int			width = e->widths[c];
+		const char *vals = res->columns[c];
+		const uint8_t *nulls = res->column_nulls[c];
+
+		for (i = 0; i < n; i++)
+		{
+			bool		isnull = nulls[i] != 0;
+
+			stage->isnull[j][from + i] = isnull;
+			stage->values[j][from + i] = isnull ? (Datum) 0 :
+				eytz_include_fetch(vals + i * width, width);
+		}
+	}
+}
+
 bool
 eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 						const uint32 *rows, uint32 nq, uint32 first,
 						uint32 max, EytzMatch *out, uint32 *nout,
 						uint32 *nq_done, double *kernel_ms,
-						double *transfer_ms, char **why)
+						double *transfer_ms, EytzStage *stage,
+						uint32 stage_from, bool *staged, char **why)
 {
 	EytzGpuJoinResult res;
 	char		errbuf[256];
@@ -311,8 +469,11 @@ eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 	*nq_done = 0;
 	*kernel_ms = 0;
 	*transfer_ms = 0;
+	*staged = false;
 	if (first >= nq)
 		return true;
+	if (!set_join_columns(e, stage, why))
+		return false;
 	for (i = first; i < nq && point; i++)
 		point = lo[i] == hi[i];
 	errbuf[0] = '\0';
@@ -328,6 +489,12 @@ eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 	{
 		out[j].tid = res.payloads[j];
 		out[j].row = res.rows[j];
+		out[j].unused = stage_from + (uint32) j;
+	}
+	if (e->mask != 0)
+	{
+		stage_result(e, &res, res.nmatch, stage, stage_from);
+		*staged = true;
 	}
 	*nout = (uint32) res.nmatch;
 	*nq_done = (uint32) res.nq_done;
@@ -437,7 +604,8 @@ eytz_device_pin(Relation index, uint64 generation)
 }
 
 bool
-eytz_device_room(Relation index, const EytzMetaPageData *meta, char **why)
+eytz_device_room(Relation index, const EytzMetaPageData *meta,
+				 const EytzInclude *inc, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;
@@ -445,10 +613,17 @@ eytz_device_room(Relation index, const EytzMetaPageData *meta, char **why)
 
 EytzGpuEntry *
 eytz_device_upload(Relation index, const EytzMetaPageData *meta,
-				   const void *keys, const uint64 *tids, char **why)
+				   const void *keys, const uint64 *tids, const EytzInclude *inc,
+				   char *const *values, uint8 *const *nulls, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return NULL;
+}
+
+uint64
+eytz_device_ndead(const EytzGpuEntry *entry)
+{
+	return 0;
 }
 
 void
@@ -461,7 +636,8 @@ eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo, const uint64 *hi,
 						const uint32 *rows, uint32 nq, uint32 first,
 						uint32 max, EytzMatch *out, uint32 *nout,
 						uint32 *nq_done, double *kernel_ms,
-						double *transfer_ms, char **why)
+						double *transfer_ms, EytzStage *stage,
+						uint32 stage_from, bool *staged, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;

@@ -53,17 +53,28 @@ extern EytzGpuEntry *eytz_device_pin(Relation index, uint64 generation);
  * (false with *why).
  */
 extern bool eytz_device_room(Relation index, const EytzMetaPageData *meta,
-							 char **why);
+							 const EytzInclude *inc, char **why);
 
 /*
  * Upload the layout meta describes (keys of meta->key_width bytes and packed
  * TIDs, nentries each, in Eytzinger order) as that generation of index and
- * pin it.  NULL with *why when it fails or does not fit.
+ * pin it, with its included columns (inc->ncols arrays of values in slot
+ * order and NULL bitmaps, as the CPU image holds them) and the keys again
+ * as a column, so that join batches can return a match's values.  NULL with
+ * *why when it fails or does not fit.
  */
 extern EytzGpuEntry *eytz_device_upload(Relation index,
 										const EytzMetaPageData *meta,
 										const void *keys, const uint64 *tids,
-										char **why);
+										const EytzInclude *inc,
+										char *const *values,
+										uint8 *const *nulls, char **why);
+
+/*
+ * The tombstones the layout a copy came from counted (meta.ndead): the copy
+ * lacks those VACUUM made since
+ */
+extern uint64 eytz_device_ndead(const EytzGpuEntry *entry);
 
 extern void eytz_device_release(EytzGpuEntry *entry);
 
@@ -74,14 +85,18 @@ extern void eytz_device_release(EytzGpuEntry *entry);
  * tombstones dropped, and *nq_done the queries answered (0 when the first
  * one alone has more than max matches: the caller walks it elsewhere).
  * The GPU sorts, narrows and drops tombstones (eytzgpu_lookup_join); false
- * with *why on failure (nothing returned).
+ * with *why on failure (nothing returned).  With a stage (else NULL), the
+ * matches' values, gathered on the GPU, go to stage positions stage_from +
+ * j and *staged says so (false: the copy has no values to give).
  */
 extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
 									const uint64 *hi, const uint32 *rows,
 									uint32 nq, uint32 first, uint32 max,
 									EytzMatch *out, uint32 *nout,
 									uint32 *nq_done, double *kernel_ms,
-									double *transfer_ms, char **why);
+									double *transfer_ms, EytzStage *stage,
+									uint32 stage_from, bool *staged,
+									char **why);
 
 /* Drop the resident copies of an index (InvalidOid: of every index) */
 extern void eytz_device_invalidate(Oid indexoid);

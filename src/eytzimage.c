@@ -16,7 +16,10 @@
  * overlap too.
  *
  * The image holds no buffer pin, so a TID it returns may have been vacuumed
- * since; the executor rechecks the key on the fetched heap tuple.
+ * since; the executor rechecks the key on the fetched heap tuple.  An index
+ * with INCLUDE columns has them loaded beside the keys and TIDs (counted in
+ * the cache's memory), so that an index-only join reads a match's values
+ * from the same slot.
  */
 #include "postgres.h"
 
@@ -118,21 +121,41 @@ image_load(Relation index, const EytzMetaPageData *meta)
 {
 	EytzImage  *image = image_alloc(meta);
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	int			c;
 
 	eytz_region_load(index, meta, strategy, image->img.keys, image->img.tids);
+	eytz_include_get(index, &image->inc);
+	for (c = 0; c < image->inc.ncols && meta->nentries > 0; c++)
+	{
+		image->values[c] = eytz_alloc_large(image->cxt, meta->nentries * image->inc.width[c]);
+		image->nulls[c] = eytz_alloc_large(image->cxt, (meta->nentries + 7) / 8);
+		eytz_region_load_include(index, meta, &image->inc, strategy, c,
+								 image->values[c], image->nulls[c]);
+	}
 	FreeAccessStrategy(strategy);
 	MemoryContextSetParent(image->cxt, images_context());
 	return image;
+}
+
+/* Memory of an image: keys, TIDs, included values and NULL bitmaps */
+static Size
+image_bytes(const EytzImage *image)
+{
+	uint64		n = image->img.meta.nentries;
+	Size		bytes = n * (image->img.meta.key_width + sizeof(uint64));
+	int			c;
+
+	for (c = 0; c < image->inc.ncols; c++)
+		bytes += n * image->inc.width[c] + (n + 7) / 8;
+	return bytes;
 }
 
 /* Cache a complete image with refcount pins; false: it does not fit */
 static bool
 image_cache_add(Relation index, EytzImage *image, int refcount)
 {
-	const EytzMetaPageData *meta = &image->img.meta;
-
-	return eytz_cache_add(&image_cache, &image->ce, index, meta->generation,
-						  meta->nentries * (meta->key_width + sizeof(uint64)), refcount,
+	return eytz_cache_add(&image_cache, &image->ce, index, image->img.meta.generation,
+						  image_bytes(image), refcount,
 						  (Size) eytz_image_cache_limit_mb * 1024 * 1024);
 }
 
@@ -148,6 +171,20 @@ eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
 	/* uncached when it does not fit: freed at its release */
 	(void) image_cache_add(index, image, 1);
 	return image;
+}
+
+EytzImage *
+eytz_image_acquire_current(Relation index, const EytzMetaPageData *meta)
+{
+	EytzImage  *image = eytz_image_acquire(index, meta);
+
+	if (image->img.meta.ndead >= meta->ndead)
+		return image;
+	/* other scans pinning the stale copy keep it until they release it */
+	if (image->ce.cached)
+		eytz_cache_unlink(&image_cache, &image->ce);
+	eytz_image_release(image);
+	return eytz_image_acquire(index, meta);
 }
 
 void
@@ -177,6 +214,12 @@ eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst)
 	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
 	if (image == NULL)
 		return false;
+	/* the shared copy holds keys and TIDs: a covering index's workers load theirs */
+	if (image->inc.ncols > 0)
+	{
+		eytz_image_release(image);
+		return false;
+	}
 	if (meta->nentries > 0)
 	{
 		memcpy(dst, image->img.keys, meta->nentries * meta->key_width);
@@ -230,13 +273,36 @@ eytz_sort_pending(EytzPendingEntry *entries, uint64 n)
 		qsort(entries, n, sizeof(EytzPendingEntry), pending_cmp);
 }
 
+/* The key and the asked-for included values of slot into stage position pos */
+static void
+stage_slot(const EytzImage *image, uint64 slot, EytzStage *stage, uint32 pos)
+{
+	int			j;
+
+	stage->have[pos] = true;
+	stage->keys[pos] = eytz_key_at(image->img.keys, image->img.meta.key_width, slot);
+	for (j = 0; j < stage->ncols; j++)
+	{
+		int			c = stage->cols[j];
+		int			width = image->inc.width[c];
+		bool		isnull = (image->nulls[c][slot / 8] >> (slot % 8)) & 1;
+
+		stage->isnull[j][pos] = isnull;
+		stage->values[j][pos] = isnull ? (Datum) 0 :
+			eytz_include_fetch(image->values[c] + slot * width, width);
+	}
+}
+
 /*
  * Replace the layout positions in m[from..n) by their TIDs, dropping
- * tombstones; returns the new n.
+ * tombstones; returns the new n.  With a stage, each match's values go
+ * there at its new position, which "unused" keeps.
  */
 static uint32
-resolve_tids(const uint64 *tids, EytzMatch *m, uint32 from, uint32 n)
+resolve_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n,
+			 EytzStage *stage)
 {
+	const uint64 *tids = image->img.tids;
 	uint32		i,
 				out = from;
 
@@ -245,12 +311,21 @@ resolve_tids(const uint64 *tids, EytzMatch *m, uint32 from, uint32 n)
 		uint64		t;
 
 		if (i + EYTZ_RESOLVE_AHEAD < n)
+		{
 			__builtin_prefetch(&tids[m[i + EYTZ_RESOLVE_AHEAD].tid]);
+			if (stage && stage->ncols > 0)
+				__builtin_prefetch(image->values[stage->cols[0]] +
+								   m[i + EYTZ_RESOLVE_AHEAD].tid *
+								   image->inc.width[stage->cols[0]]);
+		}
 		t = tids[m[i].tid];
 		if (eytz_tid_block(t) != InvalidBlockNumber)
 		{
+			if (stage)
+				stage_slot(image, m[i].tid, stage, out);
 			m[out].tid = t;
 			m[out].row = m[i].row;
+			m[out].unused = out;
 			out++;
 		}
 	}
@@ -415,11 +490,12 @@ DEFINE_SORTED_SEARCH(sorted_search_4, uint32)
 DEFINE_SORTED_SEARCH(sorted_search_8, uint64)
 
 uint32
-eytz_image_search(Relation index, const EytzLayoutImage *img,
+eytz_image_search(Relation index, const EytzImage *image,
 				  const EytzMatch *order,
 				  uint32 start, uint32 nq, const uint64 *hi, uint32 max,
-				  EytzMatch *out, uint32 *nout)
+				  EytzMatch *out, uint32 *nout, EytzStage *stage)
 {
+	const EytzLayoutImage *img = &image->img;
 	uint64		level_end[EYTZ_MAX_LEVELS];
 	uint32		first = *nout;
 	uint32		done;
@@ -436,6 +512,6 @@ eytz_image_search(Relation index, const EytzLayoutImage *img,
 	done = img->meta.key_width == 4 ?
 		sorted_search_4(index, img, level_end, order + start, hi, nq - start, max, out, nout) :
 		sorted_search_8(index, img, level_end, order + start, hi, nq - start, max, out, nout);
-	*nout = resolve_tids(img->tids, out, first, *nout);
+	*nout = resolve_tids(image, out, first, *nout, stage);
 	return done;
 }

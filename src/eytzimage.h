@@ -9,6 +9,7 @@
 
 #include "eytzgpu.h"
 #include "eytzcache.h"
+#include "eytzinclude.h"
 #include "eytzmatch.h"
 
 /* GUC: eytzgpu.image_cache_limit (MB) */
@@ -17,13 +18,23 @@ extern int	eytz_image_cache_limit_mb;
 /* Defines the GUC above */
 extern void eytz_image_init(void);
 
-/* A cached, read-only copy of one generation of an index's layout */
+/*
+ * A cached, read-only copy of one generation of an index's layout, with
+ * its included columns (src/eytzinclude.h): per column the values in slot
+ * order (inc.width[c] bytes each) and the NULL bitmap.  img.meta is the
+ * metapage as read before the load: a later VACUUM may have tombstoned
+ * entries since (meta.ndead tells).
+ */
 typedef struct EytzImage
 {
 	EytzCacheEntry ce;			/* first: the cache links images by it */
 	MemoryContext cxt;			/* holds the arrays (and this struct) */
 	EytzLayoutImage img;
+	EytzInclude inc;
+	char	   *values[EYTZ_MAX_INCLUDE];
+	uint8	   *nulls[EYTZ_MAX_INCLUDE];
 } EytzImage;
+
 
 /* Is this generation of index's image cached (no pin taken)? */
 extern bool eytz_image_resident(Relation index, uint64 generation);
@@ -35,6 +46,13 @@ extern bool eytz_image_resident(Relation index, uint64 generation);
  * cancelled by an error frees what it had read.
  */
 extern EytzImage *eytz_image_acquire(Relation index, const EytzMetaPageData *meta);
+/*
+ * The same, counting every tombstone meta counts: a cached image that a
+ * VACUUM tombstoned entries of since its load is replaced by a new load
+ * (for index-only joins, which must not take a removed entry for a live one)
+ */
+extern EytzImage *eytz_image_acquire_current(Relation index,
+											 const EytzMetaPageData *meta);
 extern void eytz_image_release(EytzImage *image);
 extern void eytz_image_invalidate(Oid indexoid);
 
@@ -57,17 +75,19 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
 /*
  * Batched search of the image: the queries order[start..nq) are answered
  * in that order (fastest sorted by low key: a query then starts where its
- * path leaves the previous one's), whole queries only, while their matches fit in
- * out[0..max).  A query is (tid: its low key, row: its index into hi,
+ * path leaves the previous one's), whole queries only, while their matches
+ * fit in out[0..max); with a stage (else NULL), each match's values go
+ * there.  A query is (tid: its low key, row: its index into hi,
  * unused: the batch row it answers); hi NULL means every query is a point.
  * Live matches (packed TID, batch row) are appended to out from *nout on.
  * Returns the number of queries answered (0 when query order[start] alone
  * does not fit).  Not sorted by TID.  Keys out of order on a search path
  * raise XX002 naming index.
  */
-extern uint32 eytz_image_search(Relation index, const EytzLayoutImage *img,
+extern uint32 eytz_image_search(Relation index, const EytzImage *image,
 								const EytzMatch *order,
 								uint32 start, uint32 nq, const uint64 *hi,
-								uint32 max, EytzMatch *out, uint32 *nout);
+								uint32 max, EytzMatch *out, uint32 *nout,
+								EytzStage *stage);
 
 #endif							/* EYTZIMAGE_H */

@@ -72,7 +72,8 @@ enum EytzPathPrivateIndex
 	EYTZ_PATH_ARGTYPES,
 	EYTZ_PATH_OUTER_EXPRS,
 	EYTZ_PATH_JOINQUALS,		/* RestrictInfos */
-	EYTZ_PATH_OTHERQUALS		/* RestrictInfos */
+	EYTZ_PATH_OTHERQUALS,		/* RestrictInfos */
+	EYTZ_PATH_INDEX_ONLY		/* the index holds every inner column needed */
 };
 
 /* One index clause: inner.key <strategy> outer_expr */
@@ -160,6 +161,23 @@ match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	return true;
 }
 
+/*
+ * The index column (0-based) holding the table's column attno that the
+ * index can return, or -1
+ */
+static int
+index_returns_column(IndexOptInfo *index, AttrNumber attno)
+{
+	int			i;
+
+	if (attno <= 0)
+		return -1;
+	for (i = 0; i < index->ncolumns; i++)
+		if (index->indexkeys[i] == attno && index->canreturn[i])
+			return i;
+	return -1;
+}
+
 /* Is index an eytzgpu index?  The AM's OID is looked up once (and again after DROP EXTENSION) */
 static bool
 is_eytz_index(IndexOptInfo *index)
@@ -176,18 +194,60 @@ eytz_am_cache_callback(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 /*
+ * Can the join take every inner column it needs from the index: is each
+ * Var of the inner rel's target (what the join clauses and the rest of the
+ * query read) and of its own restrictions a plain column that the index
+ * returns (its key or an included column, amcanreturn)?
+ */
+static bool
+eytz_join_index_only(RelOptInfo *innerrel, IndexOptInfo *index)
+{
+	List	   *vars = pull_var_clause((Node *) innerrel->reltarget->exprs,
+									 PVC_RECURSE_PLACEHOLDERS);
+	ListCell   *lc;
+
+	foreach(lc, innerrel->baserestrictinfo)
+		vars = list_concat(vars,
+						   pull_var_clause((Node *) ((RestrictInfo *) lfirst(lc))->clause,
+									   PVC_RECURSE_PLACEHOLDERS));
+	foreach(lc, vars)
+	{
+		Var		   *var = lfirst(lc);
+
+		if (var->varno != innerrel->relid)
+			continue;
+		if (index_returns_column(index, var->varattno) < 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The fraction of an index-only join's matches that still need their heap
+ * page: those on pages not marked all-visible, as cost_index assumes for
+ * index-only scans (relallvisible / relpages); 1 for the other joins.
+ */
+static double
+eytz_join_heap_fraction(RelOptInfo *innerrel, bool index_only)
+{
+	return index_only ? 1.0 - innerrel->allvisfrac : 1.0;
+}
+
+/*
  * Cost of the join: the outer path; per outer row the key expressions and
  * the lookup seam's per-key cost on the device that would answer (plus its
  * cost of pinning the index's view once); per match a heap fetch in TID
  * order (pages charged like a bitmap heap scan per batch) and the quals; per
  * result row the projection.  For a partial path (in_workers) outer_path and
  * rows are one process's share, and the view is costed as a fresh backend
- * would pin it.
+ * would pin it.  An index-only path (index_only) fetches only the heap pages
+ * that are not all-visible.
  */
 static void
 cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
-			   List *joinquals, List *otherquals, double rows, bool in_workers)
+			   List *joinquals, List *otherquals, double rows, bool in_workers,
+			   bool index_only)
 {
 	double		outer_rows = Max(outer_path->rows, 1.0);
 	double		inner_tuples = Max(innerrel->tuples, 1.0);
@@ -233,7 +293,8 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	batch_rows = Min((double) eytz_batch_size, outer_rows);
 	nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
 	pages = index_pages_fetched(matches / nbatches, (BlockNumber) heap_pages,
-								heap_pages, root);
+								heap_pages, root) *
+		eytz_join_heap_fraction(innerrel, index_only);
 	get_tablespace_page_costs(innerrel->reltablespace, &spc_random, &spc_seq);
 	if (pages >= 2.0)
 		cost_per_page = spc_random - (spc_random - spc_seq) * sqrt(pages / heap_pages);
@@ -316,7 +377,8 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	list_nth_cell(ppath->custom_private, EYTZ_PATH_EXPECTED_KEYS)->ptr_value =
 		expected_keys_node(outer_path->rows);
 	cost_eytz_join(root, ppath, outer_path, innerrel, index, idxclauses,
-				   joinquals, otherquals, ppath->path.rows, true);
+				   joinquals, otherquals, ppath->path.rows, true,
+				   intVal(list_nth(serial->custom_private, EYTZ_PATH_INDEX_ONLY)));
 	add_partial_path(joinrel, &ppath->path);
 }
 
@@ -378,6 +440,7 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 					has_hi = false;
 		ListCell   *lc2;
 		CustomPath *cpath;
+		bool		index_only;
 		List	   *strategies = NIL;
 		List	   *argtypes = NIL;
 		List	   *outer_exprs = NIL;
@@ -450,14 +513,49 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		cpath->custom_private =
 			list_concat(cpath->custom_private,
 						list_make5(strategies, argtypes, outer_exprs, rest, otherquals));
+		index_only = eytz_join_index_only(innerrel, index);
+		cpath->custom_private =
+			lappend(cpath->custom_private, makeInteger(index_only));
 		cpath->methods = &eytz_path_methods;
 		cost_eytz_join(root, cpath, outer_path, innerrel, index, idxclauses,
-					   rest, otherquals, joinrel->rows, false);
+					   rest, otherquals, joinrel->rows, false, index_only);
 		/* before add_path, which may free cpath */
 		add_partial_join_path(root, joinrel, outerrel, innerrel, cpath, index,
 							  idxclauses, rest, otherquals);
 		add_path(joinrel, &cpath->path);
 	}
+}
+
+/*
+ * For an index-only path: per inner scan column, the index column that
+ * holds it (0 the key, 1.. the included columns); NIL when the join reads
+ * the heap for every match.
+ */
+static List *
+index_only_columns(RelOptInfo *innerrel, Oid indexoid, List *inner_attnos)
+{
+	List	   *cols = NIL;
+	ListCell   *lc;
+
+	foreach(lc, innerrel->indexlist)
+	{
+		IndexOptInfo *index = lfirst(lc);
+		ListCell   *lc2;
+
+		if (index->indexoid != indexoid)
+			continue;
+		foreach(lc2, inner_attnos)
+		{
+			int			col = index_returns_column(index, lfirst_int(lc2));
+
+			if (col < 0)
+				return NIL;
+			cols = lappend_int(cols, col);
+		}
+		/* an inner side of no columns: a non-empty list still says index-only */
+		return cols ? cols : list_make1_int(-1);
+	}
+	return NIL;
 }
 
 static List *
@@ -544,6 +642,12 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 							   list_copy(list_nth(ppriv, EYTZ_PATH_STRATEGIES)),
 							   list_copy(list_nth(ppriv, EYTZ_PATH_ARGTYPES)),
 							   inner_attnos));
+	cscan->custom_private =
+		lappend(cscan->custom_private,
+				intVal(list_nth(ppriv, EYTZ_PATH_INDEX_ONLY)) ?
+				index_only_columns(innerrel,
+								   (Oid) intVal(list_nth(ppriv, EYTZ_PATH_INDEXOID)),
+								   inner_attnos) : NIL);
 	Assert(list_length(cscan->custom_private) == EYTZ_NUM_PRIV);
 	Assert(list_length(cscan->custom_exprs) == EYTZ_NUM_EXPR);
 	cscan->methods = &eytz_scan_methods;

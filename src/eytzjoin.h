@@ -33,6 +33,10 @@ enum EytzScanPrivateIndex
 	EYTZ_PRIV_ARGTYPES,			/* per key clause: the outer value's type */
 	EYTZ_PRIV_INNER_ATTNOS,		/* per inner scan column: the table's attno
 								 * (0 whole row, < 0 system column) */
+	EYTZ_PRIV_INDEX_COLUMNS,	/* index-only: per inner scan column, the
+								 * index column holding it (0 the key, 1..
+								 * the included ones; -1 alone: none is
+								 * read); NIL: every match reads the heap */
 	EYTZ_NUM_PRIV
 };
 

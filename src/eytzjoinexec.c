@@ -12,7 +12,10 @@
  * block of a chunk are fetched together (eytzheap.c), the key is rechecked
  * on each tuple (the TIDs come from an unpinned copy and may have been
  * vacuumed and reused), then the inner quals, join quals and other quals
- * are applied as a nested loop would.  LEFT and ANTI emit the unmatched rows
+ * are applied as a nested loop would.  An index-only plan (the index holds
+ * every inner column the join reads) takes a match's values from the index
+ * instead when the visibility map says its heap page is all-visible, as an
+ * Index Only Scan does, and reads only the other pages.  LEFT and ANTI emit the unmatched rows
  * of a batch after its last chunk; SEMI and ANTI (and unique inner sides)
  * skip a row's further matches.
  *
@@ -35,6 +38,7 @@
 #include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/visibilitymap.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/nodeHash.h"
@@ -42,6 +46,7 @@
 #include "nodes/extensible.h"
 #include "pgstat.h"
 #include "port/atomics.h"
+#include "port/pg_bitutils.h"
 #include "portability/instr_time.h"
 #include "storage/predicate.h"
 #include "utils/datum.h"
@@ -158,6 +163,11 @@ typedef struct EytzJoinState
 	ExprState  *innerqual;
 	bool	   *outer_byval;
 	int16	   *outer_len;
+	bool		index_only;
+	int		   *index_cols;		/* index-only: per inner column, 0 the key
+								 * or 1 + its place among the values the
+								 * lookup returns */
+	uint32		include_mask;	/* the included columns to return */
 
 	/* opened at the first batch */
 	Relation	index;
@@ -167,6 +177,9 @@ typedef struct EytzJoinState
 	EytzLookup *lookup;
 	EytzHeapFetch *hf;
 	MemoryContext innercxt;		/* whole-row values of the current inner tuple */
+	Buffer		vmbuf;			/* index-only: the visibility map page */
+	bool	   *from_index;		/* index-only: per match of the chunk */
+	const EytzChunkColumns *cols;	/* index-only: the chunk's values */
 
 	/* batch arrays, for alloc_rows rows; batches have at most cap rows */
 	uint32		cap;
@@ -282,6 +295,37 @@ outer_ps(EytzJoinState *st)
 	return (PlanState *) linitial(st->css.custom_ps);
 }
 
+/*
+ * An index-only plan: where each inner column comes from in the index, and
+ * which included columns the lookup must return with the matches
+ */
+static void
+init_index_only(EytzJoinState *st, List *index_cols)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	st->index_only = index_cols != NIL;
+	if (!st->index_only)
+		return;
+	st->index_cols = palloc0(sizeof(int) * Max(st->ninner, 1));
+	foreach(lc, index_cols)
+	{
+		int			col = lfirst_int(lc);
+
+		if (col > 0)
+			st->include_mask |= 1U << (col - 1);
+	}
+	foreach(lc, index_cols)
+	{
+		int			col = lfirst_int(lc);
+
+		if (i < st->ninner)
+			st->index_cols[i++] = col <= 0 ? 0 :
+				1 + pg_popcount32(st->include_mask & ((1U << (col - 1)) - 1));
+	}
+}
+
 static void
 eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -330,6 +374,7 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 		st->inner_natts = Max(st->inner_natts, st->inner_attnos[i]);
 		i++;
 	}
+	init_index_only(st, list_nth(priv, EYTZ_PRIV_INDEX_COLUMNS));
 	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), ps);
 	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_OTHERQUAL), ps);
 	st->innerqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_INNERQUAL), ps);
@@ -363,6 +408,23 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
+ * A chunk's bytes per match: the match, and for an index-only plan its
+ * values as the lookup collects and sorts them (key, flag, the included
+ * columns asked for) and whether the index answers it
+ */
+static Size
+chunk_match_bytes(EytzJoinState *st)
+{
+	Size		bytes = sizeof(EytzMatch);
+
+	if (st->index_only)
+		bytes += 2 * (sizeof(uint64) + sizeof(bool) +
+					  pg_popcount32(st->include_mask) * (sizeof(Datum) + sizeof(bool))) +
+			sizeof(bool);
+	return bytes;
+}
+
+/*
  * Pin the index's view, open the heap fetch and size batches and chunks,
  * once per scan: a quarter of work_mem for a chunk of matches, the rest for
  * the largest batch of outer rows.
@@ -386,15 +448,22 @@ eytz_join_start(EytzJoinState *st)
 	}
 	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
 	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
+	/* the visibility map is the heap access method's */
+	if (st->heap->rd_tableam != GetHeapamTableAmRoutine())
+		st->index_only = false;
+	if (st->index_only)
+		eytz_lookup_want_columns(st->lookup, st->include_mask);
 	/* a relation-level predicate lock: the scan reads through no index pages */
 	PredicateLockRelation(st->heap, estate->es_snapshot);
 
 	st->row_bytes = per_row;
 	st->rows_mem = mem_limit - chunk_mem;
-	st->chunk_cap = (uint32) Min(Max(chunk_mem / sizeof(EytzMatch), EYTZ_MIN_CHUNK),
+	st->chunk_cap = (uint32) Min(Max(chunk_mem / chunk_match_bytes(st), EYTZ_MIN_CHUNK),
 								 (Size) PG_INT32_MAX);
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
+	if (st->index_only)
+		st->from_index = MemoryContextAllocHuge(cxt, sizeof(bool) * st->chunk_cap);
 	st->started = true;
 }
 
@@ -557,17 +626,57 @@ fill_batch(EytzJoinState *st)
 }
 
 /*
+ * Index-only: which matches of the new chunk take their values from the
+ * index: those the lookup returned values for, on heap pages the visibility
+ * map shows all-visible (every tuple there is visible to every snapshot),
+ * as long as no VACUUM has removed an entry of the chunk's view since it
+ * was read (asked after the map, see eytz_lookup_chunk_current).
+ */
+static void
+classify_chunk(EytzJoinState *st)
+{
+	BlockNumber blk = InvalidBlockNumber;
+	bool		all_visible = false;
+	bool		any = false;
+	uint32		i;
+
+	st->cols = eytz_lookup_columns(st->lookup);
+	for (i = 0; i < st->nchunk; i++)
+	{
+		if (!st->cols->have[i])
+		{
+			st->from_index[i] = false;
+			continue;
+		}
+		if (eytz_tid_block(st->chunk[i].tid) != blk)
+		{
+			blk = eytz_tid_block(st->chunk[i].tid);
+			all_visible = VM_ALL_VISIBLE(st->heap, blk, &st->vmbuf);
+		}
+		st->from_index[i] = all_visible;
+		any |= all_visible;
+	}
+	if (any && !eytz_lookup_chunk_current(st->lookup))
+		memset(st->from_index, 0, sizeof(bool) * st->nchunk);
+}
+
+/*
  * Resolve the TIDs of the block of chunk[pos] (its matches are adjacent) in
- * one visit of the page; rows already satisfied need no tuple.
+ * one visit of the page; rows already satisfied need no tuple, nor do the
+ * matches an index-only plan answers from the index (their page is then
+ * predicate-locked as an Index Only Scan does, not read).
  */
 static void
 resolve_block(EytzJoinState *st)
 {
 	BlockNumber blk = eytz_tid_block(st->chunk[st->pos].tid);
+	bool		page_read = false;
+	bool		index_answer = false;
 	uint32		i;
 
 	stage_enter(st, STAGE_FETCH);
-	eytz_heap_block_begin(st->hf, blk);
+	if (st->index_only && st->pos == 0)
+		classify_chunk(st);
 	for (i = st->pos; i < st->nchunk && eytz_tid_block(st->chunk[i].tid) == blk; i++)
 	{
 		uint32		row = st->chunk[i].row;
@@ -577,21 +686,57 @@ resolve_block(EytzJoinState *st)
 		__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
 		if (st->single_match && st->rows[row].matched)
 			continue;
+		if (st->index_only && st->from_index[i])
+		{
+			index_answer = true;
+			continue;
+		}
+		if (!page_read)
+			eytz_heap_block_begin(st->hf, blk);
+		page_read = true;
 		eytz_heap_resolve(st->hf, eytz_tid_offset(st->chunk[i].tid));
 	}
-	eytz_heap_block_end(st->hf);
+	if (page_read)
+		eytz_heap_block_end(st->hf);
+	if (index_answer)
+		PredicateLockPage(st->heap, blk, st->css.ss.ps.state->es_snapshot);
 	st->block_end = i;
 }
 
-/*
- * Fetch the inner tuple at TID t into the inner part of the scan slot;
- * false if it is not visible or fails the inner table's quals.
- */
-static bool
-fetch_inner(EytzJoinState *st, uint64 t)
+/* The inner columns of match pos from the values the lookup returned */
+static void
+inner_from_index(EytzJoinState *st, uint32 pos)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	int			no = st->nouter;
+	int			i;
+
+	st->cur_key = st->cols->keys[pos];
+	for (i = 0; i < st->ninner; i++)
+	{
+		int			j = st->index_cols[i];
+
+		if (j == 0)
+		{
+			scan->tts_values[no + i] = st->kt->decode(st->cur_key);
+			scan->tts_isnull[no + i] = false;
+		}
+		else
+		{
+			scan->tts_values[no + i] = st->cols->values[j - 1][pos];
+			scan->tts_isnull[no + i] = st->cols->isnull[j - 1][pos];
+		}
+	}
+}
+
+/*
+ * The inner columns of the heap tuple at TID t (its block resolved); false
+ * if it is not visible or its key is NULL
+ */
+static bool
+inner_from_heap(EytzJoinState *st, uint64 t)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	TupleTableSlot *heapslot = eytz_heap_slot(st->hf);
 	ItemPointerData tid;
 	bool		isnull;
@@ -632,6 +777,26 @@ fetch_inner(EytzJoinState *st, uint64 t)
 			scan->tts_values[no + i] = slot_getsysattr(heapslot, a,
 													   &scan->tts_isnull[no + i]);
 	}
+	return true;
+}
+
+/*
+ * Fetch the inner tuple at TID t, match chunk[pos], into the inner part of
+ * the scan slot (from the index where classify_chunk allowed it); false if
+ * it is not visible or fails the inner table's quals.
+ */
+static bool
+fetch_inner(EytzJoinState *st, uint64 t)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	uint32		pos = st->pos - 1;	/* next_match has moved past it */
+
+	Assert(st->chunk[pos].tid == t);
+	if (st->index_only && st->from_index[pos])
+		inner_from_index(st, pos);
+	else if (!inner_from_heap(st, t))
+		return false;
 	if (TTS_EMPTY(scan))
 		ExecStoreVirtualTuple(scan);
 	if (st->innerqual)
@@ -880,6 +1045,9 @@ eytz_join_end(CustomScanState *node)
 	EytzJoinState *st = (EytzJoinState *) node;
 
 	ExecEndNode(outer_ps(st));
+	if (BufferIsValid(st->vmbuf))
+		ReleaseBuffer(st->vmbuf);
+	st->vmbuf = InvalidBuffer;
 	if (st->hf)
 		eytz_heap_end(st->hf);
 	if (st->lookup)
@@ -1046,6 +1214,8 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else
 		snprintf(buf, sizeof(buf), "ebs");
 	ExplainPropertyText("Layout", buf, es);
+	if (st->index_only)
+		ExplainPropertyBool("Index Only", true, es);
 	if (!es->analyze)
 		return;
 	/* the leader's own part, when it ran the node */

@@ -37,6 +37,22 @@
  *
  * Memory of a view: the pending list; of a batch: O(nq) for the query order
  * and O(max) for the chunk and its sort scratch, whatever the duplicates.
+ *
+ * Index-only joins (eytz_lookup_want_columns) also get each match's key and
+ * included values: the image's search and the page walk read them at the
+ * entry's slot, the GPU gathers them (the keys ride as one more attached
+ * column), each into a stage at the match's position as collected, which
+ * the match carries through the sort in its "unused" field; the sorted
+ * chunk's values are gathered from there.  Pending entries give none (the
+ * executor reads the heap for them: a VACUUM that removes a pending entry
+ * leaves no trace a reader could check).  A removed entry must never stand
+ * for a live tuple: VACUUM tombstones an entry (meta.ndead grows within a
+ * generation) before the heap slot is freed and the page set all-visible,
+ * so a chunk's values are good while the metapage still shows the
+ * generation and tombstone count of the least current copy that gave them
+ * (eytz_lookup_chunk_current, asked after the executor's visibility map
+ * checks), and views for index-only joins take copies with every tombstone
+ * the metapage counts (eytz_image_acquire_current, a new upload).
  */
 #include "postgres.h"
 
@@ -112,8 +128,42 @@ struct EytzLookup
 	EytzMatch  *tmp;
 	uint32		cap;
 
+	/* index-only joins: the matches' values (eytz_lookup_want_columns) */
+	bool		want;
+	EytzStage	stage;			/* by position as collected */
+	EytzStage	sorted;			/* by position in the sorted chunk */
+	EytzChunkColumns cols;		/* sorted, as the caller reads it */
+	uint64		chunk_generation;	/* what the chunk's view had read */
+	uint64		chunk_ndead;
+
 	EytzLookupStats stats;
 };
+
+/*
+ * The values of the layout entry whose slot the stage's keys hold at pos,
+ * read through the walk's region reader (the index pages)
+ */
+static void
+stage_region_slot(EytzLookup *lk, uint32 pos)
+{
+	EytzRegionReader *r = &lk->walk.cursor.region;
+	EytzStage  *st = &lk->stage;
+	uint64		slot = st->keys[pos];
+	Datum		values[EYTZ_MAX_INCLUDE];
+	bool		isnull[EYTZ_MAX_INCLUDE];
+	int			j;
+
+	st->keys[pos] = eytz_region_key(r, slot);
+	st->have[pos] = true;
+	if (st->ncols == 0)
+		return;
+	eytz_region_include(r, slot, values, isnull);
+	for (j = 0; j < st->ncols; j++)
+	{
+		st->values[j][pos] = values[st->cols[j]];
+		st->isnull[j][pos] = isnull[st->cols[j]];
+	}
+}
 
 /*
  * Walk the current walk's query on from its cursor, appending live matches
@@ -127,13 +177,23 @@ walk_query(EytzLookup *lk, EytzMatch *out, uint32 *n, uint32 max)
 	ItemPointerData *tids = (ItemPointerData *) lk->tmp;
 	uint32		row = lk->rows[lk->walk.q];
 	int			want = max - *n;
-	int			got = eytz_cursor_next(&lk->walk.cursor, tids, want);
+	int			got;
 	int			i;
 
+	if (!lk->want)
+		got = eytz_cursor_next(&lk->walk.cursor, tids, want);
+	else
+	{
+		/* the stage's keys hold the slots until their values replace them */
+		got = eytz_cursor_next_slots(&lk->walk.cursor, tids, lk->stage.keys + *n, want);
+		for (i = 0; i < got; i++)
+			stage_region_slot(lk, *n + i);
+	}
 	for (i = 0; i < got; i++)
 	{
 		out[*n].tid = eytz_tid_pack(&tids[i]);
 		out[*n].row = row;
+		out[*n].unused = *n;
 		(*n)++;
 	}
 	return got < want;
@@ -259,29 +319,46 @@ static void
 view_unpin_cb(void *arg)
 {
 	EytzLookup *lk = (EytzLookup *) arg;
+	EytzRegionReader *r = &lk->walk.cursor.region;
+	int			c;
 
-	lk->walk.cursor.region.keybuf = InvalidBuffer;
-	lk->walk.cursor.region.tidbuf = InvalidBuffer;
+	r->keybuf = InvalidBuffer;
+	r->tidbuf = InvalidBuffer;
+	for (c = 0; c < r->inc.ncols; c++)
+		r->valbuf[c] = r->nullbuf[c] = InvalidBuffer;
 	view_unpin(lk);
 }
 
 /*
  * The GPU copy of the generation meta names, resident or uploaded now from
- * the image; NULL with *why when the GPU cannot take it.
+ * the image, with its included columns; current: one that misses tombstones
+ * meta counts is uploaded again.  NULL with *why when the GPU cannot take
+ * it.
  */
 static EytzGpuEntry *
-gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, char **why)
+gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, bool current,
+				  char **why)
 {
 	EytzGpuEntry *e = eytz_device_pin(index, meta->generation);
 	EytzImage  *image;
+	EytzInclude inc;
 
 	*why = NULL;
+	if (e && current && eytz_device_ndead(e) < meta->ndead)
+	{
+		eytz_device_release(e);
+		eytz_device_invalidate(RelationGetRelid(index));
+		e = NULL;
+	}
 	if (e)
 		return e;
-	if (!eytz_device_room(index, meta, why))
+	eytz_include_get(index, &inc);
+	if (!eytz_device_room(index, meta, &inc, why))
 		return NULL;
-	image = eytz_image_acquire(index, meta);
-	e = eytz_device_upload(index, meta, image->img.keys, image->img.tids, why);
+	image = current ? eytz_image_acquire_current(index, meta) :
+		eytz_image_acquire(index, meta);
+	e = eytz_device_upload(index, meta, image->img.keys, image->img.tids,
+						   &image->inc, image->values, image->nulls, why);
 	eytz_image_release(image);
 	return e;
 }
@@ -311,7 +388,7 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 		if (eytz_service_owns_gpu())
 			lk->svc = eytz_service_pin(lk->index, &lk->meta, &why);
 		else
-			lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, &why);
+			lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, lk->want, &why);
 		if (lk->gpu == NULL && lk->svc == NULL)
 		{
 			/* no room or a failure: the CPU answers, EXPLAIN says why */
@@ -320,7 +397,8 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 		}
 	}
 	if (lk->kind == EYTZ_VIEW_IMAGE)
-		lk->image = eytz_image_acquire(lk->index, &lk->meta);
+		lk->image = lk->want ? eytz_image_acquire_current(lk->index, &lk->meta) :
+			eytz_image_acquire(lk->index, &lk->meta);
 	eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
 							 NULL, NULL);
 	eytz_sort_pending(lk->pending, lk->npending);
@@ -481,7 +559,8 @@ gpu_fallback(EytzLookup *lk, const char *why)
 					RelationGetRelationName(lk->index), why)));
 	lk->stats.cpu_reason = pstrdup(why);
 	/* the pending list was read under this generation: the image must be too */
-	lk->image = eytz_image_acquire(lk->index, &lk->meta);
+	lk->image = lk->want ? eytz_image_acquire_current(lk->index, &lk->meta) :
+		eytz_image_acquire(lk->index, &lk->meta);
 	if (lk->gpu)
 		eytz_device_release(lk->gpu);
 	if (lk->svc)
@@ -494,6 +573,80 @@ gpu_fallback(EytzLookup *lk, const char *why)
 	sort_queries(lk, lk->next);
 	lk->next = 0;
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Matches out[from..to) carry no values (pending entries, the GPU copy, the
+ * index pages): the caller reads the heap for them
+ */
+static void
+stage_none(EytzLookup *lk, uint32 from, uint32 to)
+{
+	uint32		i;
+
+	if (!lk->want)
+		return;
+	for (i = from; i < to; i++)
+	{
+		lk->out[i].unused = i;
+		lk->stage.have[i] = false;
+	}
+}
+
+static void
+stage_free(EytzStage *st)
+{
+	int			j;
+
+	if (st->keys == NULL)
+		return;
+	pfree(st->keys);
+	pfree(st->have);
+	for (j = 0; j < st->ncols; j++)
+	{
+		pfree(st->values[j]);
+		pfree(st->isnull[j]);
+	}
+	st->keys = NULL;
+}
+
+/* Arrays of a stage for max matches */
+static void
+stage_alloc(EytzLookup *lk, EytzStage *st, uint32 max)
+{
+	int			j;
+
+	stage_free(st);
+	st->keys = MemoryContextAllocHuge(lk->cxt, sizeof(uint64) * max);
+	st->have = MemoryContextAllocHuge(lk->cxt, sizeof(bool) * max);
+	for (j = 0; j < st->ncols; j++)
+	{
+		st->values[j] = MemoryContextAllocHuge(lk->cxt, sizeof(Datum) * max);
+		st->isnull[j] = MemoryContextAllocHuge(lk->cxt, sizeof(bool) * max);
+	}
+}
+
+/* The sorted chunk's values: match i's were staged at out[i].unused */
+static void
+stage_gather(EytzLookup *lk, uint32 n)
+{
+	EytzStage  *from = &lk->stage;
+	EytzStage  *to = &lk->sorted;
+	uint32		i;
+	int			j;
+
+	for (i = 0; i < n; i++)
+	{
+		uint32		s = lk->out[i].unused;
+
+		to->have[i] = from->have[s];
+		to->keys[i] = from->keys[s];
+		for (j = 0; j < from->ncols; j++)
+		{
+			to->values[j][i] = from->values[j][s];
+			to->isnull[j][i] = from->isnull[j][s];
+		}
+	}
 }
 
 /*
@@ -528,15 +681,19 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 					done = 0;
 		double		kms,
 					tms;
+		bool		staged = false;
 		char	   *why = NULL;
 
+		/* the service returns no included values: those matches read the heap */
 		if (!(lk->svc ?
 			  eytz_service_lookup_join(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
 									   lk->next, max - *n, lk->out + *n,
 									   &nout, &done, &kms, &tms, &why) :
 			  eytz_device_lookup_join(lk->gpu, lk->lo, lk->hi, lk->rows, lk->nq,
 									  lk->next, max - *n, lk->out + *n,
-									  &nout, &done, &kms, &tms, &why)))
+									  &nout, &done, &kms, &tms,
+									  lk->want ? &lk->stage : NULL, *n, &staged,
+									  &why)))
 		{
 			gpu_fallback(lk, why);
 			return true;
@@ -547,6 +704,8 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 			lk->stats.gpu_batches++;
 		*n += nout;
 		lk->next += done;
+		if (!staged)
+			stage_none(lk, before, *n);
 		*n = drop_pending_twins(lk, lk->out, before, *n);
 		/* one GPU answer alone in the chunk needs no sort */
 		if (before == 0)
@@ -560,9 +719,10 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 	}
 	if (lk->kind == EYTZ_VIEW_IMAGE)
 	{
-		uint32		done = eytz_image_search(lk->index, &lk->image->img, lk->order, lk->next,
+		uint32		done = eytz_image_search(lk->index, lk->image, lk->order, lk->next,
 											 lk->norder, lk->points ? NULL : lk->hi,
-											 max, lk->out, n);
+											 max, lk->out, n,
+											 lk->want ? &lk->stage : NULL);
 
 		lk->next += done;
 		*n = drop_pending_twins(lk, lk->out, before, *n);
@@ -610,6 +770,7 @@ pending_step(EytzLookup *lk, uint32 *n, uint32 max)
 				return false;
 			lk->out[*n].tid = eytz_tid_pack(&lk->pending[lk->ppos].tid);
 			lk->out[*n].row = lk->rows[q];
+			stage_none(lk, *n, *n + 1);
 			(*n)++;
 		}
 		lk->pq++;
@@ -641,6 +802,11 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 		lk->out = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
 		lk->tmp = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
 		lk->cap = max;
+		if (lk->want)
+		{
+			stage_alloc(lk, &lk->stage, max);
+			stage_alloc(lk, &lk->sorted, max);
+		}
 	}
 	INSTR_TIME_SET_CURRENT(t0);
 	lk->sorted_prefix = 0;
@@ -661,6 +827,21 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	INSTR_TIME_SET_CURRENT(t1);
 	if (lk->sorted_prefix != n)
 		n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
+	if (lk->want)
+	{
+		/*
+		 * The values are as current as the least current copy that gave
+		 * some (a GPU view may have fallen back to the image); the pages
+		 * were read after the metapage
+		 */
+		stage_gather(lk, n);
+		lk->chunk_generation = lk->meta.generation;
+		lk->chunk_ndead = lk->meta.ndead;
+		if (lk->image)
+			lk->chunk_ndead = Min(lk->chunk_ndead, lk->image->img.meta.ndead);
+		if (lk->gpu)
+			lk->chunk_ndead = Min(lk->chunk_ndead, eytz_device_ndead(lk->gpu));
+	}
 	INSTR_TIME_SET_CURRENT(t2);
 	INSTR_TIME_SUBTRACT(t2, t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
@@ -678,6 +859,57 @@ eytz_lookup_stats(const EytzLookup *lk)
 	return &lk->stats;
 }
 
+/*
+ * Ask for the values of the included columns of mask with each match.  An
+ * image pinned already that misses tombstones of its generation is
+ * replaced by a current one (pin_view takes current images from now on).
+ */
+void
+eytz_lookup_want_columns(EytzLookup *lk, uint32 mask)
+{
+	int			c,
+				j = 0;
+
+	Assert(!lk->want && lk->cap == 0);
+	lk->want = true;
+	for (c = 0; c < EYTZ_MAX_INCLUDE; c++)
+		if (mask & (1U << c))
+			lk->stage.cols[j++] = c;
+	lk->stage.ncols = j;
+	lk->sorted.ncols = j;
+	memcpy(lk->sorted.cols, lk->stage.cols, sizeof(lk->stage.cols));
+	if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||
+		(lk->gpu && eytz_device_ndead(lk->gpu) < lk->meta.ndead))
+		pin_view(lk, lk->kind);
+}
+
+const EytzChunkColumns *
+eytz_lookup_columns(const EytzLookup *lk)
+{
+	EytzChunkColumns *cols = (EytzChunkColumns *) &lk->cols;
+	int			j;
+
+	Assert(lk->want);
+	cols->have = lk->sorted.have;
+	cols->keys = lk->sorted.keys;
+	for (j = 0; j < lk->sorted.ncols; j++)
+	{
+		cols->values[j] = lk->sorted.values[j];
+		cols->isnull[j] = lk->sorted.isnull[j];
+	}
+	return cols;
+}
+
+bool
+eytz_lookup_chunk_current(EytzLookup *lk)
+{
+	EytzMetaPageData now;
+
+	/* the metapage's buffer lock orders this read after the caller's */
+	eytz_read_meta(lk->index, &now);
+	return now.generation == lk->chunk_generation && now.ndead == lk->chunk_ndead;
+}
+
 void
 eytz_lookup_end(EytzLookup *lk)
 {
@@ -691,6 +923,8 @@ eytz_lookup_end(EytzLookup *lk)
 		pfree(lk->tmp);
 	lk->order = lk->out = lk->tmp = NULL;
 	lk->order_cap = lk->cap = 0;
+	stage_free(&lk->stage);
+	stage_free(&lk->sorted);
 	lk->phase = PHASE_DONE;
 	/* lk stays: the context's reset callback still points at it (a no-op now) */
 }

@@ -32,6 +32,7 @@
 #define EYTZLOOKUP_H
 
 #include "eytzgpu.h"
+#include "eytzinclude.h"		/* EYTZ_MAX_INCLUDE */
 #include "eytzmatch.h"			/* EytzMatch */
 
 /* What a view did so far (EXPLAIN ANALYZE) */
@@ -81,6 +82,37 @@ extern uint32 eytz_lookup_next(EytzLookup *lk, uint32 max,
 							   const EytzMatch **matches);
 
 extern const EytzLookupStats *eytz_lookup_stats(const EytzLookup *lk);
+
+/*
+ * Index-only joins.  After eytz_lookup_want_columns(lk, mask) (before the
+ * first submit; bit c: included column c), each chunk eytz_lookup_next
+ * returns comes with its matches' values, at the matches' positions:
+ * have[i] says whether match i has them (layout entries read from the CPU
+ * image or the index pages do; pending entries and the GPU copy's matches
+ * do not: the heap answers for those), keys[i] is its entry's encoded key and
+ * values[j] / isnull[j] the asked-for columns in increasing column order
+ * (Datums of the columns' types).  Valid until the next call on lk.
+ */
+typedef struct EytzChunkColumns
+{
+	const bool *have;
+	const uint64 *keys;
+	const Datum *values[EYTZ_MAX_INCLUDE];
+	const bool *isnull[EYTZ_MAX_INCLUDE];
+} EytzChunkColumns;
+
+extern void eytz_lookup_want_columns(EytzLookup *lk, uint32 mask);
+extern const EytzChunkColumns *eytz_lookup_columns(const EytzLookup *lk);
+
+/*
+ * May the current chunk's values stand for heap tuples on pages the caller
+ * has seen all-visible (call it after those visibility map checks)?  True
+ * while no VACUUM has removed an entry of the chunk's view since the view
+ * read it: VACUUM removes a dead tuple's entry (tombstone, counted in the
+ * metapage) before it makes the heap slot reusable and sets the page
+ * all-visible, and the view holds no pin that would hold VACUUM back.
+ */
+extern bool eytz_lookup_chunk_current(EytzLookup *lk);
 
 /*
  * Unpin the view and free the batch buffers; lk is not used afterwards.  A

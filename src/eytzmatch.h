@@ -10,6 +10,8 @@
 
 #include "postgres.h"
 
+#include "eytzgpu.h"			/* EYTZ_MAX_INCLUDE */
+
 /* One match: a packed TID (eytz_tid_pack) and the batch row that asked */
 typedef struct EytzMatch
 {
@@ -33,6 +35,22 @@ extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
  * (callers may carry a value in it).
  */
 extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
+
+/*
+ * Where an index-only join's lookup collects the values of its matches (the
+ * CPU search, the GPU glue, the page walk): at each match's position in the
+ * chunk as collected, which the match's "unused" keeps through the sort:
+ * the entry's encoded key and the included columns cols[0..ncols).
+ */
+typedef struct EytzStage
+{
+	int			ncols;
+	int			cols[EYTZ_MAX_INCLUDE];
+	uint64	   *keys;
+	bool	   *have;			/* the values are the entry's */
+	Datum	   *values[EYTZ_MAX_INCLUDE];
+	bool	   *isnull[EYTZ_MAX_INCLUDE];
+} EytzStage;
 
 /* A large array in cxt, on huge pages where the kernel has them */
 extern void *eytz_alloc_large(MemoryContext cxt, Size size);

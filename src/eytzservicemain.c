@@ -435,6 +435,7 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 {
 	FormData_pg_class cls;
 	RelationData rel;
+	EytzImage	image;
 	uint32		n = 0;
 	uint32		i;
 
@@ -463,8 +464,11 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	memset(&rel, 0, sizeof(rel));
 	namestrcpy(&cls.relname, NameStr(eytz_svc->resident[r].name));
 	rel.rd_rel = &cls;
-	s->nq_done = eytz_image_search(&rel, &copies[r].img, cpu_order, 0, s->nq, hi,
-								   s->max, out, &n);
+	/* a backend's image without included columns: the service returns none */
+	memset(&image, 0, sizeof(image));
+	image.img = copies[r].img;
+	s->nq_done = eytz_image_search(&rel, &image, cpu_order, 0, s->nq, hi,
+								   s->max, out, &n, NULL);
 	s->nout = eytz_match_sort(out, n, cpu_scratch, false);
 	s->kernel_ms = 0;
 	s->transfer_ms = 0;
