@@ -199,7 +199,8 @@ for set in friendly random; do
 		"$(grep -oE 'Lookup Acquire Time: [0-9.]+' "$OUT/${set}_parallel_explain.log" | awk '{printf "%s ", $4}')" |
 		tee -a "$OUT/summary.txt"
 done
-# ---- INCLUDE: the index-only join (issue 10), CPU path.  After VACUUM the
+# ---- INCLUDE: the index-only join (issue 10), CPU path (and GPU with
+# EYTZ_GPU=1).  After VACUUM the
 # join reading only the key and an included column (sum(i.v) with v
 # included) against the same join over the index without INCLUDE, on both
 # data sets, in this run; with the heap fetches EXPLAIN ANALYZE counts.
@@ -210,8 +211,10 @@ incl_fetches() {
 incl_case() {
 	local label=$1 tbl=$2 plain_idx=$3 query=$4
 	local settings="$ON $FORCE SET eytzgpu.device = cpu;"
+	local gpu="$ON $FORCE SET eytzgpu.device = gpu;"
 	time_query "$label: no INCLUDE, CPU" "$settings" "$query"
 	echo "$label: no INCLUDE heap fetches $(incl_fetches "$settings" "$query")" | tee -a "$OUT/include.txt"
+	[ "${EYTZ_GPU:-0}" = 1 ] && time_query "$label: no INCLUDE, GPU" "$gpu" "$query"
 	idx_time "$label: eytzgpu build INCLUDE (v)" "SET maintenance_work_mem = '8GB'; SET eytzgpu.device = cpu;" \
 		"CREATE INDEX ${tbl}_ez_incl ON $tbl USING eytzgpu (k) INCLUDE (v)"
 	sql "SELECT '$label: INCLUDE index size ' || pg_size_pretty(pg_relation_size('${tbl}_ez_incl')) || ' (without: ' || pg_size_pretty(pg_relation_size('$plain_idx')) || ')'" | tee -a "$OUT/include.txt"
@@ -220,6 +223,10 @@ incl_case() {
 	sql "DROP INDEX $plain_idx"
 	time_query "$label: INCLUDE (index-only), CPU" "$settings" "$query" budget
 	echo "$label: INCLUDE heap fetches $(incl_fetches "$settings" "$query")" | tee -a "$OUT/include.txt"
+	if [ "${EYTZ_GPU:-0}" = 1 ]; then
+		time_query "$label: INCLUDE (index-only), GPU" "$gpu" "$query" budget
+		echo "$label: INCLUDE heap fetches, GPU $(incl_fetches "$gpu" "$query")" | tee -a "$OUT/include.txt"
+	fi
 }
 : >"$OUT/include.txt"
 incl_case "include" inner_t inner_ez_cpu "$Q"

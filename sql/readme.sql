@@ -70,6 +70,42 @@ SELECT entries, pending FROM eytzgpu_info('orders_customer');
 SELECT eytzgpu_merge('orders_customer') > 1 AS merged;   -- the new generation
 SELECT entries, pending FROM eytzgpu_info('orders_customer');
 
+\o /dev/null
+CREATE INDEX orders_customer_cov ON orders USING eytzgpu (customer) INCLUDE (id, placed);
+VACUUM orders;
+-- an Index Only Scan (Heap Fetches: 0 after VACUUM)
+SELECT customer, id, placed FROM orders WHERE customer BETWEEN 1000 AND 1002;
+-- an index-only EytzGPU Join: sum(o.id) comes from the index
+SELECT count(*), sum(o.id) FROM lookups l JOIN orders o ON o.customer = l.customer;
+SELECT include FROM eytzgpu_info('orders_customer_cov');   -- {id,placed}
+\o
+-- the covering index's answers, PostgreSQL's own, and what the README says of them
+CREATE FUNCTION explain_has(q text, pat text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	plan text := '';
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		plan := plan || line || E'\n';
+	END LOOP;
+	RETURN plan ~ pat;
+END
+$$;
+SELECT include FROM eytzgpu_info('orders_customer_cov');
+SELECT explain_has('SELECT customer, id, placed FROM orders WHERE customer BETWEEN 1000 AND 1002',
+				   'Index Only Scan using orders_customer_cov.*\n.*\n\s*Heap Fetches: 0') AS index_only_scan;
+SELECT explain_has('SELECT count(*), sum(o.id) FROM lookups l JOIN orders o ON o.customer = l.customer',
+				   'Index Only: true(.|\n)*Heap Fetches: 0') AS index_only_join;
+SELECT count(*), sum(o.id) FROM lookups l JOIN orders o ON o.customer = l.customer;
+SET eytzgpu.enable_join = off;
+SET enable_indexonlyscan = off;
+SELECT count(*), sum(o.id) FROM lookups l JOIN orders o ON o.customer = l.customer;
+SELECT count(*), sum(id), min(placed) FROM orders WHERE customer BETWEEN 1000 AND 1002;
+RESET enable_indexonlyscan;
+SELECT count(*), sum(id), min(placed) FROM orders WHERE customer BETWEEN 1000 AND 1002;
+RESET eytzgpu.enable_join;
+DROP INDEX orders_customer_cov;
+
 CREATE INDEX orders_placed ON orders USING eytzgpu (placed) WITH (layout = 'eks', fanout = 17);
 ALTER INDEX orders_customer SET (layout = 'eks', fanout = 5, pending_limit = 1000);
 SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- still ebs, 2
