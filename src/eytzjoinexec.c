@@ -1252,7 +1252,9 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 
 	eytz_read_meta(st->index, &st->share_meta);
 	st->share_bytes = 0;
-	if (eytz_image_resident(st->index, st->share_meta.generation))
+	/* the shared copy holds keys and TIDs: a covering index's workers load theirs */
+	if (IndexRelationGetNumberOfAttributes(st->index) == 1 &&
+		eytz_image_resident(st->index, st->share_meta.generation))
 		st->share_bytes = eytz_image_shared_size(&st->share_meta);
 	return add_size(reports_size(pcxt->nworkers), st->share_bytes);
 }
