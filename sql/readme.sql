@@ -10,14 +10,22 @@ CREATE DATABASE eytzgpu_readme;
 \c eytzgpu_readme
 SET client_min_messages = warning;
 -- does the plan of a query use the given index, or a sequential scan?
-CREATE FUNCTION plan_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+-- the text of EXPLAIN (options) q
+CREATE FUNCTION explain_text(options text, q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 	plan text := '';
 BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+	FOR line IN EXECUTE format('EXPLAIN (%s) %s', options, q) LOOP
 		plan := plan || line || E'\n';
 	END LOOP;
+	RETURN plan;
+END
+$$;
+CREATE FUNCTION plan_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	plan text := explain_text('COSTS OFF', q);
+BEGIN
 	RETURN CASE WHEN plan ~ 'Index Scan using orders_customer' THEN 'index scan'
 				WHEN plan ~ 'Bitmap Index Scan on orders_customer' THEN 'bitmap index scan'
 				WHEN plan ~ 'EytzGPU Join' THEN 'EytzGPU Join'
@@ -80,16 +88,8 @@ SELECT count(*), sum(o.id) FROM lookups l JOIN orders o ON o.customer = l.custom
 SELECT include FROM eytzgpu_info('orders_customer_cov');   -- {id,placed}
 \o
 -- the covering index's answers, PostgreSQL's own, and what the README says of them
-CREATE FUNCTION explain_has(q text, pat text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	plan text := '';
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-		plan := plan || line || E'\n';
-	END LOOP;
-	RETURN plan ~ pat;
-END
+CREATE FUNCTION explain_has(q text, pat text) RETURNS boolean LANGUAGE sql AS $$
+SELECT explain_text('ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF', q) ~ pat
 $$;
 SELECT include FROM eytzgpu_info('orders_customer_cov');
 SELECT explain_has('SELECT customer, id, placed FROM orders WHERE customer BETWEEN 1000 AND 1002',
