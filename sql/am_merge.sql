@@ -140,3 +140,18 @@ INSERT INTO ma SELECT g % 100, g FROM generate_series(100001, 100300) g;
 SELECT dead > 0 AS has_tombstones, pending > 0 AS has_pending FROM eytzgpu_info('ma_i');
 SELECT * FROM am_check('ma_i', am_battery('ma_i', '{}', true));
 SELECT eytzgpu_verify('ma_i');
+-- pending_limit: unset, it follows the index (1/8 of its entries, here
+-- 50000); set, it is kept, even when set to the automatic floor (16384)
+CREATE TABLE pl (k int);
+INSERT INTO pl SELECT g FROM generate_series(1, 400000) g;
+CREATE INDEX pl_set ON pl USING eytzgpu (k) WITH (pending_limit = 16384);
+CREATE INDEX pl_auto ON pl USING eytzgpu (k);
+INSERT INTO pl SELECT g FROM generate_series(1, 20000) g;
+INSERT INTO pl SELECT g FROM generate_series(1, 20000) g;
+SELECT pending, generation FROM eytzgpu_info('pl_set');
+SELECT pending, generation FROM eytzgpu_info('pl_auto');
+SELECT count(*) FROM pl WHERE k BETWEEN 100 AND 20100;
+SET enable_seqscan = off;
+SELECT count(*) FROM pl WHERE k BETWEEN 100 AND 20100;
+RESET enable_seqscan;
+DROP TABLE pl;

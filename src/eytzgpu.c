@@ -50,7 +50,7 @@ _PG_init(void)
 					  AccessExclusiveLock);
 	add_int_reloption(eytz_relopt_kind, "pending_limit",
 					  "Pending entries that trigger a merge into the layout",
-					  EYTZ_DEFAULT_PENDING_LIMIT, 16, 64 * 1024 * 1024,
+					  EYTZ_PENDING_LIMIT_AUTO, 16, 64 * 1024 * 1024,
 					  AccessExclusiveLock);
 	eytz_join_init();
 	eytz_lookup_init();

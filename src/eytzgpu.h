@@ -73,8 +73,10 @@
 /* 'auto' picks EBS while keys and TIDs fit in this much (an H100's L2) */
 #define EYTZ_AUTO_EBS_MAX_BYTES (50 * 1024 * 1024)
 
+/* the pending_limit reloption's default: the limit follows the index's size */
+#define EYTZ_PENDING_LIMIT_AUTO		(-1)
+/* the automatic limit: 1/8 of the entries, between these two */
 #define EYTZ_DEFAULT_PENDING_LIMIT	16384
-/* at the default, merges raise the limit with the index up to this */
 #define EYTZ_PENDING_LIMIT_CAP		(512 * EYTZ_PENDING_FILL)
 
 /* progress sub-phases of CREATE INDEX */

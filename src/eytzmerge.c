@@ -509,23 +509,6 @@ move_to_front(Relation index)
 }
 
 /*
- * The pending limit of a layout of n entries.  A merge rewrites the whole
- * layout, so with a fixed limit its cost per insert grows with the index; at
- * the default, the limit grows with it instead (a merge per n / 8 inserts:
- * about 8 entries rewritten per insert), up to a cap that keeps the pending
- * list, which every scan reads through, to 512 pages.  An explicit other
- * limit is kept as it is.
- */
-static int
-eytz_auto_pending_limit(int pending_limit, uint64 n)
-{
-	if (pending_limit != EYTZ_DEFAULT_PENDING_LIMIT)
-		return pending_limit;
-	return (int) Min(Max(n / 8, (uint64) EYTZ_DEFAULT_PENDING_LIMIT),
-					 (uint64) EYTZ_PENDING_LIMIT_CAP);
-}
-
-/*
  * Write the layout of the n entries that the merge keeps, from block start:
  * the live entries of the old layout, streamed in (key, TID) order by the
  * page layer (which checks them: a damaged index is refused, never laundered
@@ -694,7 +677,6 @@ eytz_merge(Relation index, bool wait, int own_opens, XLogRecPtr *switch_lsn)
 	n = meta.nentries - meta.ndead + npending;
 	eytz_choose_layout(index, n, meta.key_width, &fanout,
 					   &pending_limit);
-	pending_limit = eytz_auto_pending_limit(pending_limit, n);
 	eytz_set_layout_meta(&shape, n, meta.key_width, fanout, EYTZ_METAPAGE_BLKNO + 1);
 	need = eytz_region_npages(&shape, &inc);
 	start = set_first_fit(&rc->live, need);

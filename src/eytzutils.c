@@ -18,6 +18,13 @@
 /*
  * Fan-out (2: EBS) and pending limit of an index about to hold n entries:
  * 'auto' takes EBS while keys and TIDs fit in a GPU's L2 (the paper's rule).
+ *
+ * A merge rewrites the whole layout, so with a fixed pending limit its cost
+ * per insert grows with the index.  Unless set, the limit grows with it
+ * instead (a merge per n / 8 inserts: about 8 entries rewritten per insert),
+ * up to a cap that keeps the pending list, which every scan reads through,
+ * to 512 pages.  A limit set with WITH / ALTER INDEX is kept as it is, even
+ * when it equals the automatic floor.
  */
 void
 eytz_choose_layout(Relation index, uint64 n, int key_width,
@@ -30,7 +37,10 @@ eytz_choose_layout(Relation index, uint64 n, int key_width,
 		lay = (n * (key_width + sizeof(ItemPointerData)) <= EYTZ_AUTO_EBS_MAX_BYTES)
 			? EYTZ_LAYOUT_EBS : EYTZ_LAYOUT_EKS;
 	*fanout = lay == EYTZ_LAYOUT_EBS ? 2 : (opts ? opts->fanout : EYTZ_DEFAULT_FANOUT);
-	*pending_limit = opts ? opts->pending_limit : EYTZ_DEFAULT_PENDING_LIMIT;
+	*pending_limit = opts ? opts->pending_limit : EYTZ_PENDING_LIMIT_AUTO;
+	if (*pending_limit == EYTZ_PENDING_LIMIT_AUTO)
+		*pending_limit = (int) Min(Max(n / 8, (uint64) EYTZ_DEFAULT_PENDING_LIMIT),
+								   (uint64) EYTZ_PENDING_LIMIT_CAP);
 }
 
 const char *
