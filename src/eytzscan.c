@@ -23,7 +23,9 @@
  */
 #include "postgres.h"
 
+#include "access/itup.h"
 #include "access/relscan.h"
+#include "access/tupmacs.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
@@ -55,6 +57,16 @@ typedef struct EytzScanOpaqueData
 	Datum	   *values;			/* [i * ncols + c] */
 	bool	   *isnull;
 	MemoryContext itup_cxt;		/* the index tuple returned last */
+
+	/*
+	 * Every column is fixed-width and passed by value, so an entry without
+	 * NULLs always makes the same shape of index tuple: itup_buf holds it,
+	 * and each entry only writes its values at itup_off (0 bytes: the
+	 * columns do not allow it)
+	 */
+	Size		itup_bytes;
+	uint16		itup_off[1 + EYTZ_MAX_INCLUDE];
+	IndexTuple	itup_buf;
 } EytzScanOpaqueData;
 
 typedef EytzScanOpaqueData *EytzScanOpaque;
@@ -88,10 +100,38 @@ reset_scan(IndexScanDesc scan)
 		pfree(so->values);
 		pfree(so->isnull);
 	}
+	if (so->itup_buf)
+		pfree(so->itup_buf);
 	if (so->locked)
 		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	memset(so, 0, sizeof(EytzScanOpaqueData));
 	so->itup_cxt = itup_cxt;
+}
+
+/*
+ * The fixed shape of the index tuples without NULLs, laid out as
+ * index_form_tuple lays them out: the data after the MAXALIGNed header,
+ * each column at its alignment
+ */
+static void
+plan_itup(EytzScanOpaque so, TupleDesc desc)
+{
+	Size		off = IndexInfoFindDataOffset(0);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attbyval || att->attlen <= 0)
+			return;
+		off = att_align_nominal(off, att->attalign);
+		so->itup_off[i] = (uint16) off;
+		off += att->attlen;
+	}
+	so->itup_bytes = MAXALIGN(off);
+	so->itup_buf = palloc0(so->itup_bytes);
+	so->itup_buf->t_info = (unsigned short) so->itup_bytes;
 }
 
 /*
@@ -136,6 +176,7 @@ start_search(IndexScanDesc scan, int cap)
 		so->values = palloc(sizeof(Datum) * cap * Max(so->ncols, 1));
 		so->isnull = palloc(sizeof(bool) * cap * Max(so->ncols, 1));
 		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
+		plan_itup(so, scan->xs_itupdesc);
 		if (so->itup_cxt == NULL)
 			so->itup_cxt = AllocSetContextCreate(CurrentMemoryContext,
 												 "eytzgpu index-only scan",
@@ -200,6 +241,24 @@ form_itup(IndexScanDesc scan, int i)
 	isnull[0] = false;
 	memcpy(&values[1], &so->values[(Size) i * so->ncols], sizeof(Datum) * so->ncols);
 	memcpy(&isnull[1], &so->isnull[(Size) i * so->ncols], sizeof(bool) * so->ncols);
+	if (so->itup_bytes > 0)
+	{
+		TupleDesc	desc = scan->xs_itupdesc;
+		char	   *data = (char *) so->itup_buf;
+		bool		any_null = false;
+		int			c;
+
+		for (c = 1; c <= so->ncols; c++)
+			any_null |= isnull[c];
+		if (!any_null)
+		{
+			for (c = 0; c <= so->ncols; c++)
+				store_att_byval(data + so->itup_off[c], values[c],
+								TupleDescAttr(desc, c)->attlen);
+			scan->xs_itup = so->itup_buf;
+			return;
+		}
+	}
 	MemoryContextReset(so->itup_cxt);
 	old = MemoryContextSwitchTo(so->itup_cxt);
 	scan->xs_itup = index_form_tuple(scan->xs_itupdesc, values, isnull);
@@ -217,18 +276,23 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 	{
 		if (so->done)
 			return false;
-		/* grow the chunk for scans that keep asking */
+		/*
+		 * grow the chunk for scans that keep asking (new arrays: the old
+		 * chunk is used up, nothing to copy)
+		 */
 		if (so->ntids == so->cap && so->cap < max_chunk(so))
 		{
 			so->cap = Min(so->cap * 2, max_chunk(so));
-			so->tids = repalloc(so->tids, sizeof(ItemPointerData) * so->cap);
+			pfree(so->tids);
+			so->tids = palloc(sizeof(ItemPointerData) * so->cap);
 			if (so->keys)
 			{
-				so->keys = repalloc(so->keys, sizeof(uint64) * so->cap);
-				so->values = repalloc(so->values,
-									  sizeof(Datum) * so->cap * Max(so->ncols, 1));
-				so->isnull = repalloc(so->isnull,
-									  sizeof(bool) * so->cap * Max(so->ncols, 1));
+				pfree(so->keys);
+				pfree(so->values);
+				pfree(so->isnull);
+				so->keys = palloc(sizeof(uint64) * so->cap);
+				so->values = palloc(sizeof(Datum) * so->cap * Max(so->ncols, 1));
+				so->isnull = palloc(sizeof(bool) * so->cap * Max(so->ncols, 1));
 			}
 		}
 		if (so->keys)
