@@ -43,6 +43,15 @@ eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 						  (meta.levels + 1) * 50.0 * cpu_operator_cost +
 						  meta.npending * cpu_operator_cost);
 
+	/*
+	 * an index-only scan gathers each entry's key and included values from
+	 * their own arrays (and forms a tuple of them): per column, about what
+	 * btree pays for a whole index tuple
+	 */
+	if (path->path.pathtype == T_IndexOnlyScan)
+		costs.indexTotalCost += costs.numIndexTuples * searches *
+			(list_length(path->indexinfo->indextlist) * cpu_index_tuple_cost);
+
 	*indexStartupCost = costs.indexStartupCost + descent;
 	*indexTotalCost = costs.indexTotalCost + descent;
 	*indexSelectivity = costs.indexSelectivity;
