@@ -22,6 +22,10 @@
  * prefetch within the page, nothing else.  The visibility checks run under
  * the lock as before.
  *
+ * Batches and chunks visit the same blocks again: a block read before in
+ * the scan is pinned through the buffer it was read into when that still
+ * holds it (ReadRecentBuffer), without the buffer mapping lookup.
+ *
  * The TIDs come from an unpinned copy of the index, so a block may lie past
  * the table's end (VACUUM truncated it) and an offset past the page's line
  * pointers: neither is visible.  The caller rechecks the key.
@@ -116,7 +120,8 @@ eytz_heap_begin(Relation rel, Snapshot snapshot, MemoryContext cxt)
 	hf->buf = InvalidBuffer;
 	hf->blk = InvalidBlockNumber;
 	hf->nblocks = RelationGetNumberOfBlocks(rel);
-	if (hf->page_mode)
+	/* shared buffers only: before 15.3 ReadRecentBuffer mishandled local ones */
+	if (hf->page_mode && !RelationUsesLocalBuffers(rel))
 	{
 		hf->nrecent = Min(hf->nblocks, EYTZ_HEAP_RECENT_MAX);
 		hf->recent = MemoryContextAllocHuge(cxt, sizeof(Buffer) * Max(hf->nrecent, 1));
