@@ -7,6 +7,9 @@
 \set ECHO none
 \i sql/join_harness.inc
 \set ECHO all
+-- the fewest local buffers (set before the session's first temporary table;
+-- the temporary table below is larger)
+SET temp_buffers = '800kB';
 
 -- 40000 inner rows over some 300 blocks, keys scattered over the heap with
 -- duplicates; outer keys with repeats and misses
@@ -62,6 +65,33 @@ SELECT pg_relation_size('jh_inner') < :size_before AS truncated;
 SELECT join_check('SELECT o.x, i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
 
 DROP TABLE jh_inner, jh_outer;
+
+-- blocks read again by later batches and chunks, and by rescans, after
+-- they left the buffers they were read into: a temporary inner table of
+-- some 400 blocks in 100 local buffers
+CREATE TEMP TABLE jh_tinner (k int4, v int4, pad text);
+INSERT INTO jh_tinner SELECT (g * 7919) % 20011, g, repeat('y', g % 60) FROM generate_series(1, 40000) g;
+CREATE INDEX jh_tinner_k ON jh_tinner USING eytzgpu (k);
+UPDATE jh_tinner SET v = -v WHERE v % 11 = 0;
+DELETE FROM jh_tinner WHERE v % 19 = 0;
+CREATE TEMP TABLE jh_touter (k int4, x int4, t text);
+INSERT INTO jh_touter SELECT (g::int8 * 104729) % 21000, g, CASE WHEN g % 7 > 0 THEN 't' || g END
+	FROM generate_series(1, 30000) g;
+ANALYZE jh_tinner;
+ANALYZE jh_touter;
+SELECT pg_relation_size('jh_tinner') / 8192 > 300 AS many_blocks;
+SET eytzgpu.batch_size = 2000;
+SELECT join_check('SELECT o.x, o.t, i.v FROM jh_touter o JOIN jh_tinner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jh_touter o LEFT JOIN jh_tinner i ON i.k = o.k AND i.v > 0');
+SELECT join_check('SELECT o.x FROM jh_touter o WHERE NOT EXISTS (SELECT 1 FROM jh_tinner i WHERE i.k = o.k AND i.v < 0)');
+SET work_mem = '64kB';
+SELECT join_check('SELECT o.x, i.v, i.pad FROM jh_touter o JOIN jh_tinner i ON i.k BETWEEN o.k AND o.k + 2');
+RESET work_mem;
+SELECT join_check('SELECT p.g, s.c, s.sv FROM generate_series(0, 2) p(g),
+	LATERAL (SELECT count(*) AS c, sum(i.v) AS sv FROM jh_touter o JOIN jh_tinner i ON i.k = o.k
+			 WHERE o.x % 3 = p.g) s');
+RESET eytzgpu.batch_size;
+DROP TABLE jh_tinner, jh_touter;
 
 -- the CPU image search (eytzimage.c) over layouts of several fan-outs: each
 -- query starts below the levels it shares with the one before; repeated

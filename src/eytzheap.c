@@ -22,6 +22,10 @@
  * prefetch within the page, nothing else.  The visibility checks run under
  * the lock as before.
  *
+ * Batches and chunks visit the same blocks again: a block read before in
+ * the scan is pinned through the buffer it was read into when that still
+ * holds it (ReadRecentBuffer), without the buffer mapping lookup.
+ *
  * The TIDs come from an unpinned copy of the index, so a block may lie past
  * the table's end (VACUUM truncated it) and an offset past the page's line
  * pointers: neither is visible.  The caller rechecks the key.
@@ -30,6 +34,7 @@
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
@@ -50,6 +55,8 @@
 #define EYTZ_HEAP_HEADERS_AT (EYTZ_HEAP_AHEAD / 2)
 /* line pointers prefetched per block ahead: a block's first matches */
 #define EYTZ_HEAP_PREFETCH_TIDS 16
+/* blocks whose last buffer is remembered (4 bytes each: 16 MB at most) */
+#define EYTZ_HEAP_RECENT_MAX (4 * 1024 * 1024)
 
 /* A block pinned ahead: its buffer and its matches in the chunk */
 typedef struct AheadBlock
@@ -91,6 +98,10 @@ struct EytzHeapFetch
 	uint32		ahead_head;		/* ring of nahead entries */
 	uint32		nahead;
 
+	/* per block below nrecent: the buffer it was last read into, or 0 */
+	Buffer	   *recent;
+	BlockNumber nrecent;
+
 	VisEntry	vis[MaxOffsetNumber + 1];
 };
 
@@ -109,6 +120,13 @@ eytz_heap_begin(Relation rel, Snapshot snapshot, MemoryContext cxt)
 	hf->buf = InvalidBuffer;
 	hf->blk = InvalidBlockNumber;
 	hf->nblocks = RelationGetNumberOfBlocks(rel);
+	/* shared buffers only: before 15.3 ReadRecentBuffer mishandled local ones */
+	if (hf->page_mode && !RelationUsesLocalBuffers(rel))
+	{
+		hf->nrecent = Min(hf->nblocks, EYTZ_HEAP_RECENT_MAX);
+		hf->recent = MemoryContextAllocHuge(cxt, sizeof(Buffer) * Max(hf->nrecent, 1));
+		memset(hf->recent, 0, sizeof(Buffer) * hf->nrecent);
+	}
 	MemoryContextSwitchTo(old);
 	return hf;
 }
@@ -120,6 +138,31 @@ block_exists(EytzHeapFetch *hf, BlockNumber blk)
 	if (blk >= hf->nblocks)
 		hf->nblocks = RelationGetNumberOfBlocks(hf->rel);
 	return blk < hf->nblocks;
+}
+
+/*
+ * Pin block blk.  A block read before in this scan is looked for in the
+ * buffer it went to (ReadRecentBuffer: no buffer mapping lookup, the miss
+ * chain that costs most per block); batches and chunks visit the same
+ * blocks again.
+ */
+static Buffer
+read_block(EytzHeapFetch *hf, BlockNumber blk)
+{
+	Buffer		buf;
+
+	if (blk < hf->nrecent && hf->recent[blk] != InvalidBuffer &&
+		ReadRecentBuffer(hf->rel->rd_node, MAIN_FORKNUM, blk, hf->recent[blk]))
+	{
+		/* counted as ReadBuffer counts a hit */
+		pgstat_count_buffer_read(hf->rel);
+		pgstat_count_buffer_hit(hf->rel);
+		return hf->recent[blk];
+	}
+	buf = ReadBuffer(hf->rel, blk);
+	if (blk < hf->nrecent)
+		hf->recent[blk] = buf;
+	return buf;
 }
 
 /* Prefetch the tuple headers of block a's matches through their line pointers */
@@ -174,7 +217,9 @@ pin_ahead(EytzHeapFetch *hf)
 		hf->nahead++;
 		if (!block_exists(hf, a->blk))
 			continue;
-		a->buf = ReadBuffer(hf->rel, a->blk);
+		a->buf = read_block(hf, a->blk);
+		/* the page header: prefetch_headers and the prune check read it */
+		__builtin_prefetch(BufferGetPage(a->buf));
 		for (i = a->first; i < a->end && i < a->first + EYTZ_HEAP_PREFETCH_TIDS; i++)
 			__builtin_prefetch(PageGetItemId(BufferGetPage(a->buf),
 											 eytz_tid_offset(hf->chunk[i].tid)));
@@ -248,7 +293,7 @@ eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk)
 		while (hf->scan < hf->nchunk && eytz_tid_block(hf->chunk[hf->scan].tid) <= blk)
 			hf->scan++;
 		if (block_exists(hf, blk))
-			hf->buf = ReadBuffer(hf->rel, blk);
+			hf->buf = read_block(hf, blk);
 	}
 	pin_ahead(hf);
 	hf->blk_exists = BufferIsValid(hf->buf);
@@ -360,5 +405,7 @@ eytz_heap_end(EytzHeapFetch *hf)
 	ExecDropSingleTupleTableSlot(hf->slot);
 	if (hf->ifetch)
 		table_index_fetch_end(hf->ifetch);
+	if (hf->recent)
+		pfree(hf->recent);
 	pfree(hf);
 }

@@ -59,6 +59,12 @@
 #include "eytzlookup.h"
 
 #define EYTZ_FIRST_BATCH 1024
+/*
+ * Batches and chunks grow by this factor: each batch (each chunk) visits
+ * its heap blocks anew, so the small first ones cost block visits out of
+ * proportion; 16 reaches the full size in three steps (4 took five)
+ */
+#define EYTZ_GROWTH 16
 
 /* eytzgpu.batch_size: the executor's own setting (registered by eytz_join_init) */
 int			eytz_batch_size = 1048576;
@@ -71,14 +77,24 @@ int			eytz_batch_size = 1048576;
 /* matches ahead whose batch rows are prefetched */
 #define EYTZ_ROW_AHEAD 8
 
-/* What the matches of a batch row need of it, in one place (one cache miss) */
+/*
+ * What the matches of a batch row need of it, in one place: its key range,
+ * its outer values, then its flags (row_flags): one cache line for one or
+ * two outer columns, the one miss a match pays for its row
+ */
 typedef struct BatchRow
 {
 	uint64		lo;				/* key range; lo > hi: no query */
 	uint64		hi;
-	bool		matched;
-	bool		has_nulls;		/* a NULL among its outer values */
+	Datum		values[FLEXIBLE_ARRAY_MEMBER];	/* nouter of them */
 } BatchRow;
+
+/* The flags after a row's values: matched, has_nulls, then a null per value */
+#define FLAG_MATCHED 0
+#define FLAG_HAS_NULLS 1
+#define FLAG_NULLS 2
+/* rows start on cache lines (when their size divides one) */
+#define EYTZ_ROW_ALIGN 64
 
 typedef enum JoinPhase
 {
@@ -188,9 +204,9 @@ typedef struct EytzJoinState
 	uint32		next_chunk;		/* the next chunk: grows to chunk_cap */
 	Size		rows_mem;		/* the outer rows' share of work_mem */
 	Size		row_bytes;		/* array bytes per row */
-	Datum	   *ovalues;
-	bool	   *onulls;
-	BatchRow   *rows;
+	char	   *rowmem;			/* the rows, row_stride bytes apart */
+	Size		row_stride;
+	char	   *rowmem_alloc;	/* rowmem, unaligned */
 	uint64	   *qlo;
 	uint64	   *qhi;
 	uint32	   *qrow;
@@ -287,6 +303,18 @@ stage_enter(EytzJoinState *st, JoinStage s)
 		return;
 	stage_charge(st);
 	st->stage = s;
+}
+
+static inline BatchRow *
+batch_row(EytzJoinState *st, uint32 row)
+{
+	return (BatchRow *) (st->rowmem + (Size) row * st->row_stride);
+}
+
+static inline bool *
+row_flags(EytzJoinState *st, BatchRow *r)
+{
+	return (bool *) &r->values[st->nouter];
 }
 
 static PlanState *
@@ -436,8 +464,9 @@ eytz_join_start(EytzJoinState *st)
 	Size		mem_limit = get_hash_memory_limit();
 	Size		chunk_mem = mem_limit / EYTZ_CHUNK_SHARE;
 	int			no = Max(st->nouter, 1);
-	Size		per_row = (sizeof(Datum) + sizeof(bool)) * no + sizeof(BatchRow) +
-		2 * sizeof(uint64) + sizeof(uint32);
+	Size		row_stride = MAXALIGN(offsetof(BatchRow, values) + sizeof(Datum) * no +
+									  FLAG_NULLS + sizeof(bool) * no);
+	Size		per_row = row_stride + 2 * sizeof(uint64) + sizeof(uint32);
 	MemoryContext cxt = estate->es_query_cxt;
 
 	st->timing = st->css.ss.ps.instrument && st->css.ss.ps.instrument->need_timer;
@@ -457,6 +486,7 @@ eytz_join_start(EytzJoinState *st)
 	PredicateLockRelation(st->heap, estate->es_snapshot);
 
 	st->row_bytes = per_row;
+	st->row_stride = row_stride;
 	st->rows_mem = mem_limit - chunk_mem;
 	st->chunk_cap = (uint32) Min(Max(chunk_mem / chunk_match_bytes(st), EYTZ_MIN_CHUNK),
 								 (Size) PG_INT32_MAX);
@@ -468,31 +498,27 @@ eytz_join_start(EytzJoinState *st)
 }
 
 /*
- * Batch arrays for at least n rows.  They grow with the batches (4x a time,
- * a few times a scan), not allocated for the largest batch at once: a short
- * scan would pay for zeroing memory it never uses.
+ * Batch arrays for at least n rows.  They grow with the batches
+ * (EYTZ_GROWTH a time, a few times a scan), not allocated for the largest
+ * batch at once: a short scan would pay for zeroing memory it never uses.
  */
 static void
 ensure_rows(EytzJoinState *st, uint32 n)
 {
 	MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
-	int			no = Max(st->nouter, 1);
 
 	if (n <= st->alloc_rows)
 		return;
 	if (st->alloc_rows > 0)
 	{
-		pfree(st->ovalues);
-		pfree(st->onulls);
-		pfree(st->rows);
+		pfree(st->rowmem_alloc);
 		pfree(st->qlo);
 		pfree(st->qhi);
 		pfree(st->qrow);
 	}
 	/* huge pages: the matches read rows and their values at random */
-	st->ovalues = eytz_alloc_large(cxt, sizeof(Datum) * no * n);
-	st->onulls = eytz_alloc_large(cxt, sizeof(bool) * no * n);
-	st->rows = eytz_alloc_large(cxt, sizeof(BatchRow) * n);
+	st->rowmem_alloc = eytz_alloc_large(cxt, st->row_stride * n + EYTZ_ROW_ALIGN);
+	st->rowmem = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, st->rowmem_alloc);
 	st->qlo = eytz_alloc_large(cxt, sizeof(uint64) * n);
 	st->qhi = eytz_alloc_large(cxt, sizeof(uint64) * n);
 	st->qrow = eytz_alloc_large(cxt, sizeof(uint32) * n);
@@ -558,8 +584,10 @@ fill_batch(EytzJoinState *st)
 	{
 		TupleTableSlot *slot = ExecProcNode(outer);
 		uint32		row = st->nrows;
-		Datum	   *vals;
-		bool	   *nulls;
+		BatchRow   *r = batch_row(st, row);
+		Datum	   *vals = r->values;
+		bool	   *flags = row_flags(st, r);
+		bool	   *nulls = flags + FLAG_NULLS;
 		bool		has_nulls = false;
 		int			i;
 
@@ -569,8 +597,6 @@ fill_batch(EytzJoinState *st)
 			break;
 		}
 		slot_getallattrs(slot);
-		vals = &st->ovalues[(Size) row * no];
-		nulls = &st->onulls[(Size) row * no];
 		/* a loop: a few columns, not worth a library call each */
 		for (i = 0; i < no; i++)
 		{
@@ -588,25 +614,25 @@ fill_batch(EytzJoinState *st)
 		}
 		used += st->row_bytes;
 		econtext->ecxt_scantuple = slot;
-		if (row_range(st, econtext, &st->rows[row].lo, &st->rows[row].hi))
+		if (row_range(st, econtext, &r->lo, &r->hi))
 		{
-			st->qlo[st->nq] = st->rows[row].lo;
-			st->qhi[st->nq] = st->rows[row].hi;
+			st->qlo[st->nq] = r->lo;
+			st->qhi[st->nq] = r->hi;
 			st->qrow[st->nq] = row;
 			st->nq++;
 		}
 		else
 		{
-			st->rows[row].lo = 1;
-			st->rows[row].hi = 0;
+			r->lo = 1;
+			r->hi = 0;
 		}
 		ResetExprContext(econtext);
-		st->rows[row].matched = false;
-		st->rows[row].has_nulls = has_nulls;
+		flags[FLAG_MATCHED] = false;
+		flags[FLAG_HAS_NULLS] = has_nulls;
 		st->nrows++;
 	}
 	/* grow geometrically up to the batch size */
-	st->next_batch = (uint32) Min((uint64) want * 4, (uint64) eytz_batch_size);
+	st->next_batch = (uint32) Min((uint64) want * EYTZ_GROWTH, (uint64) eytz_batch_size);
 	if (st->nrows > 0)
 		st->nbatches++;
 
@@ -681,10 +707,7 @@ resolve_block(EytzJoinState *st)
 	{
 		uint32		row = st->chunk[i].row;
 
-		/* matches are in TID order, rows at random: fetch them early */
-		__builtin_prefetch(&st->rows[row]);
-		__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
-		if (st->single_match && st->rows[row].matched)
+		if (st->single_match && row_flags(st, batch_row(st, row))[FLAG_MATCHED])
 			continue;
 		if (st->index_only && st->from_index[i])
 		{
@@ -823,9 +846,11 @@ store_outer(EytzJoinState *st, uint32 row)
 
 	if (st->slot_row != row)
 	{
-		const Datum *vals = &st->ovalues[(Size) row * no];
-		const bool *nulls = &st->onulls[(Size) row * no];
-		bool		has_nulls = st->rows[row].has_nulls;
+		BatchRow   *r = batch_row(st, row);
+		const Datum *vals = r->values;
+		const bool *flags = row_flags(st, r);
+		const bool *nulls = flags + FLAG_NULLS;
+		bool		has_nulls = flags[FLAG_HAS_NULLS];
 		int			i;
 
 		/* rows without NULLs (the row's flags are in cache): no other read */
@@ -872,8 +897,11 @@ other_quals_pass(EytzJoinState *st)
 static inline void
 prefetch_row(EytzJoinState *st, uint32 row)
 {
-	__builtin_prefetch(&st->rows[row]);
-	__builtin_prefetch(&st->ovalues[(Size) row * st->nouter]);
+	BatchRow   *r = batch_row(st, row);
+
+	__builtin_prefetch(r);
+	/* a row across two cache lines: its flags are in the second */
+	__builtin_prefetch(row_flags(st, r));
 }
 
 /* The next joined row of the batch's matches, or NULL after its last chunk */
@@ -886,6 +914,7 @@ next_match(EytzJoinState *st)
 	{
 		const EytzMatch *m;
 		uint32		row;
+		BatchRow   *r;
 
 		if (st->pos == st->nchunk)
 		{
@@ -894,7 +923,7 @@ next_match(EytzJoinState *st)
 			CHECK_FOR_INTERRUPTS();
 			stage_enter(st, STAGE_LOOKUP);
 			st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
-			st->next_chunk = (uint32) Min((uint64) st->next_chunk * 4, (uint64) st->chunk_cap);
+			st->next_chunk = (uint32) Min((uint64) st->next_chunk * EYTZ_GROWTH, (uint64) st->chunk_cap);
 			st->pos = 0;
 			st->block_end = 0;
 			if (st->nchunk == 0)
@@ -912,7 +941,8 @@ next_match(EytzJoinState *st)
 			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
 		m = &st->chunk[st->pos++];
 		row = m->row;
-		if (st->single_match && st->rows[row].matched)
+		r = batch_row(st, row);
+		if (st->single_match && row_flags(st, r)[FLAG_MATCHED])
 			continue;
 		if (m->tid != st->cur_tid)
 		{
@@ -923,7 +953,7 @@ next_match(EytzJoinState *st)
 		if (!st->cur_found)
 			continue;
 		/* recheck: the heap tuple's key must be in the row's range */
-		if (st->cur_key < st->rows[row].lo || st->cur_key > st->rows[row].hi)
+		if (st->cur_key < r->lo || st->cur_key > r->hi)
 			continue;
 		stage_enter(st, STAGE_QUAL);
 		store_outer(st, row);
@@ -933,7 +963,7 @@ next_match(EytzJoinState *st)
 			ResetExprContext(econtext);
 			continue;
 		}
-		st->rows[row].matched = true;
+		row_flags(st, r)[FLAG_MATCHED] = true;
 		if (st->jointype == JOIN_ANTI)
 			continue;
 		if (!other_quals_pass(st))
@@ -965,7 +995,7 @@ next_unmatched(EytzJoinState *st)
 	{
 		uint32		row = st->unmatched_pos++;
 
-		if (st->rows[row].matched)
+		if (row_flags(st, batch_row(st, row))[FLAG_MATCHED])
 			continue;
 		store_outer(st, row);
 		if (!other_quals_pass(st))
