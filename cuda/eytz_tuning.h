@@ -91,12 +91,14 @@
 #define EYTZ_GSORT_MIN_BATCH	(1u << 20)
 
 /*
- * Join inputs from the caller's arrays: copied into pinned memory in chunks
- * of 2^20 queries (12 MiB of keys and rows) by up to 8 threads, each chunk
- * sent as soon as it is copied (one thread copies ~10 GB/s: 40 ms for 2^25
- * keys and rows, against their 7 ms transfer).
+ * Join inputs from the caller's arrays: copied into pinned memory (4-byte
+ * keys narrowed on the way) in chunks of nq / (4 x threads) queries, at
+ * least 2^16 and at most 2^20, by up to 8 threads, each chunk sent as soon
+ * as it is copied (one thread copies ~10 GB/s: 40 ms for 2^25 keys and
+ * rows, against their 7 ms transfer).
  */
-#define EYTZ_STAGE_CHUNK		(1ull << 20)
+#define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)
+#define EYTZ_STAGE_CHUNK_MAX	(1ull << 20)
 #define EYTZ_STAGE_THREADS		8
 
 #endif							/* EYTZ_TUNING_H */
