@@ -92,13 +92,17 @@
 
 /*
  * Join inputs from the caller's arrays: copied into pinned memory (4-byte
- * keys narrowed on the way) in chunks of nq / (4 x threads) queries, at
- * least 2^16 and at most 2^20, by up to 8 threads, each chunk sent as soon
- * as it is copied (one thread copies ~10 GB/s: 40 ms for 2^25 keys and
- * rows, against their 7 ms transfer).
+ * keys narrowed on the way) in chunks of nq / (8 x threads) queries, at
+ * least 2^16 and at most 2^20, by one thread per core but one, at most 16,
+ * each chunk sent as soon as it is copied.  H100 machine (16 cores), 2^25
+ * keys and rows (cuda/bench/stage_probe.cu): one thread copies 9.7 GB/s
+ * (41.7 ms), 8 threads 10.6 ms, 15 threads 8.0 ms narrowing; copy and
+ * transfer together 14.2 ms with 8 threads in 2^20-query chunks, 8.7 ms
+ * with 15 threads in 2^18-query chunks, against 7.4 ms for the transfer of
+ * 12 bytes a query alone.
  */
 #define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)
 #define EYTZ_STAGE_CHUNK_MAX	(1ull << 20)
-#define EYTZ_STAGE_THREADS		8
+#define EYTZ_STAGE_THREADS		16
 
 #endif							/* EYTZ_TUNING_H */

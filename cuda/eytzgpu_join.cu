@@ -268,7 +268,7 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
  * StagePlan) chunk by chunk by up to EYTZ_STAGE_THREADS threads (one thread
  * copies far less than the bus carries), each chunk's transfer queued as
  * soon as it is there, so that copies and transfers overlap.  Chunks are
- * sized so that every thread gets several (EYTZ_STAGE_CHUNK_MIN ..
+ * sized so that every thread gets about eight (EYTZ_STAGE_CHUNK_MIN ..
  * EYTZ_STAGE_CHUNK_MAX queries): a join's batches of 2^20 queries are
  * staged by all threads too.  The threads copy memory and nothing else;
  * they start with every signal blocked (the host process's handlers stay
@@ -289,7 +289,7 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 				old;
 
 	sp.narrow = src && narrow;
-	sp.chunk = nq / (4 * std::max<uint64_t>(maxthreads, 1));
+	sp.chunk = nq / (8 * std::max<uint64_t>(maxthreads, 1));
 	sp.chunk = std::min<uint64_t>(std::max<uint64_t>(sp.chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
 	nch = (nq + sp.chunk - 1) / sp.chunk;
 	nthreads = std::min<uint64_t>(maxthreads, nch);

@@ -1315,6 +1315,12 @@ bench_api(const std::vector<int> &sizes)
 					exit(1);
 				}
 				check(res, "join in place");
+				if (r > 0)
+				{
+					wall_in.push_back(res.total_ms);
+					kern.push_back(res.kernel_ms);
+					xfer.push_back(res.transfer_ms);
+				}
 				if (ncols == 0 &&
 					(eytzgpu_lookup(h, hq32.data(), NULL, nq, 0, &cres, err, sizeof(err)) != EYTZGPU_OK ||
 					 cres.total != nq))
@@ -1336,12 +1342,7 @@ bench_api(const std::vector<int> &sizes)
 					wall_batch.push_back(res.total_ms);
 					kern_batch.push_back(res.kernel_ms);
 				}
-				if (r == 0)
-					continue;
-				wall_in.push_back(res.total_ms);
-				kern.push_back(res.kernel_ms);
-				xfer.push_back(res.transfer_ms);
-				if (ncols == 0)
+				if (r > 0 && ncols == 0)
 					kern_csr.push_back(cres.kernel_ms);
 			}
 			{
