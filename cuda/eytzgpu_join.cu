@@ -265,10 +265,11 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
 /*
  * The inputs to the device.  From the set's pinned inputs: their transfer.
  * From the caller's arrays: copied into the pinned inputs (narrowed, see
- * StagePlan) chunk by chunk by up to EYTZ_STAGE_THREADS threads (one thread
- * copies far less than the bus carries), each chunk's transfer queued as
+ * StagePlan) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
+ * (one thread copies far less than the bus carries; more threads than that
+ * measured slower, see eytz_tuning.h), each chunk's transfer queued as
  * soon as it is there, so that copies and transfers overlap.  Chunks are
- * sized so that every thread gets about eight (EYTZ_STAGE_CHUNK_MIN ..
+ * sized so that every thread gets about four (EYTZ_STAGE_CHUNK_MIN ..
  * EYTZ_STAGE_CHUNK_MAX queries): a join's batches of 2^20 queries are
  * staged by all threads too.  The threads copy memory and nothing else;
  * they start with every signal blocked (the host process's handlers stay
@@ -278,7 +279,7 @@ static cudaError_t
 stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, bool narrow)
 {
 	unsigned	hw = std::thread::hardware_concurrency();
-	uint64_t	maxthreads = std::min<uint64_t>(EYTZ_STAGE_THREADS, hw > 1 ? hw - 1 : 0);
+	uint64_t	maxthreads = std::min<uint64_t>(EYTZ_STAGE_THREADS, hw / 2);
 	StagePlan	sp;
 	uint64_t	nch,
 				nthreads;
@@ -289,7 +290,7 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 				old;
 
 	sp.narrow = src && narrow;
-	sp.chunk = nq / (8 * std::max<uint64_t>(maxthreads, 1));
+	sp.chunk = nq / (4 * std::max<uint64_t>(maxthreads, 1));
 	sp.chunk = std::min<uint64_t>(std::max<uint64_t>(sp.chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
 	nch = (nq + sp.chunk - 1) / sp.chunk;
 	nthreads = std::min<uint64_t>(maxthreads, nch);
