@@ -91,12 +91,20 @@
 #define EYTZ_GSORT_MIN_BATCH	(1u << 20)
 
 /*
- * Join inputs from the caller's arrays: copied into pinned memory in chunks
- * of 2^20 queries (12 MiB of keys and rows) by up to 8 threads, each chunk
- * sent as soon as it is copied (one thread copies ~10 GB/s: 40 ms for 2^25
- * keys and rows, against their 7 ms transfer).
+ * Join inputs from the caller's arrays: copied into pinned memory (4-byte
+ * keys narrowed on the way) in chunks of nq / (4 x threads) queries, at
+ * least 2^16 and at most 2^20, by half the cores, at most 8 threads, each
+ * chunk sent as soon as it is copied.  H100 machine (16 cores), 2^25 keys
+ * and rows: one thread copies 9.7 GB/s (41.7 ms), 8 threads take 10.6 ms
+ * and 15 threads 8.0 ms narrowing (cuda/bench/stage_probe.cu, best of 3);
+ * but the API's join from the caller's arrays, median of 9, took 22.9 ms
+ * with 8 threads and 31.0 ms with 15 (a batch of 2^20 queries: 1.6 against
+ * 2.9 ms): with every core busy copying, the thread that queues the
+ * transfers waits for preempted copiers (bench/results/h100_api_stage8.log,
+ * h100_api_stage15.log).
  */
-#define EYTZ_STAGE_CHUNK		(1ull << 20)
+#define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)
+#define EYTZ_STAGE_CHUNK_MAX	(1ull << 20)
 #define EYTZ_STAGE_THREADS		8
 
 #endif							/* EYTZ_TUNING_H */

@@ -198,58 +198,110 @@ struct StageSrc
 	const uint32_t *rows;
 };
 
-/* Chunk c of the inputs: [c * EYTZ_STAGE_CHUNK, ...) of nq, pinned copy (src) or its transfer (!src) */
-static cudaError_t
-stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, uint64_t c)
+/*
+ * How a batch's inputs reach the device: chunks of "chunk" queries; with
+ * "narrow" (a 4-byte index fed from the caller's arrays) the keys are
+ * narrowed while they are copied into the pinned inputs and sent as 4-byte
+ * keys straight into the query buffers (a third less to copy and to send).
+ */
+struct StagePlan
 {
-	uint64_t	a = c * EYTZ_STAGE_CHUNK,
-				m = nq - a < EYTZ_STAGE_CHUNK ? nq - a : EYTZ_STAGE_CHUNK;
+	uint64_t	chunk;
+	bool		narrow;
+};
+
+/* The low 4 bytes of m keys */
+static void
+narrow_keys(uint32_t *out, const uint64_t *in, uint64_t m)
+{
+	for (uint64_t i = 0; i < m; i++)
+		out[i] = (uint32_t) in[i];
+}
+
+/* Chunk c of the inputs: [c * sp.chunk, ...) of nq, pinned copy (src) or its transfer (!src) */
+static cudaError_t
+stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges,
+			const StagePlan &sp, uint64_t c)
+{
+	uint64_t	a = c * sp.chunk,
+				m = nq - a < sp.chunk ? nq - a : sp.chunk;
 	cudaError_t e;
 
-	if (src)
+	if (src && sp.narrow)
+	{
+		narrow_keys((uint32_t *) js->h_lo + a, src->lo + a, m);
+		if (ranges)
+			narrow_keys((uint32_t *) js->h_hi + a, src->hi + a, m);
+	}
+	else if (src)
 	{
 		memcpy(js->h_lo + a, src->lo + a, m * 8);
 		if (ranges)
 			memcpy(js->h_hi + a, src->hi + a, m * 8);
+	}
+	if (src)
+	{
 		memcpy(js->h_rows + a, src->rows + a, m * 4);
 		return cudaSuccess;
 	}
-	if ((e = cudaMemcpyAsync(h->d_jlo + a, js->h_lo + a, m * 8, cudaMemcpyHostToDevice, h->st)) != cudaSuccess ||
-		(ranges &&
-		 (e = cudaMemcpyAsync(h->d_jhi + a, js->h_hi + a, m * 8, cudaMemcpyHostToDevice, h->st)) != cudaSuccess))
+	if (sp.narrow)
+	{
+		if ((e = cudaMemcpyAsync((uint32_t *) h->d_lo + a, (uint32_t *) js->h_lo + a, m * 4,
+								 cudaMemcpyHostToDevice, h->st)) != cudaSuccess ||
+			(ranges &&
+			 (e = cudaMemcpyAsync((uint32_t *) h->d_hi + a, (uint32_t *) js->h_hi + a, m * 4,
+								  cudaMemcpyHostToDevice, h->st)) != cudaSuccess))
+			return e;
+	}
+	else if ((e = cudaMemcpyAsync(h->d_jlo + a, js->h_lo + a, m * 8, cudaMemcpyHostToDevice, h->st)) !=
+			 cudaSuccess ||
+			 (ranges &&
+			  (e = cudaMemcpyAsync(h->d_jhi + a, js->h_hi + a, m * 8, cudaMemcpyHostToDevice, h->st)) !=
+			  cudaSuccess))
 		return e;
 	return cudaMemcpyAsync(h->d_jrows + a, js->h_rows + a, m * 4, cudaMemcpyHostToDevice, h->st);
 }
 
 /*
  * The inputs to the device.  From the set's pinned inputs: their transfer.
- * From the caller's arrays: copied into the pinned inputs chunk by chunk by
- * up to EYTZ_STAGE_THREADS threads (one thread copies ~10 GB/s, less than
- * the bus), each chunk's transfer queued as soon as it is there, so that
- * copies and transfers overlap.  The threads copy memory and nothing else;
+ * From the caller's arrays: copied into the pinned inputs (narrowed, see
+ * StagePlan) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
+ * (one thread copies far less than the bus carries; more threads than that
+ * measured slower, see eytz_tuning.h), each chunk's transfer queued as
+ * soon as it is there, so that copies and transfers overlap.  Chunks are
+ * sized so that every thread gets about four (EYTZ_STAGE_CHUNK_MIN ..
+ * EYTZ_STAGE_CHUNK_MAX queries): a join's batches of 2^20 queries are
+ * staged by all threads too.  The threads copy memory and nothing else;
  * they start with every signal blocked (the host process's handlers stay
  * on its own thread) and are joined before this returns.
  */
 static cudaError_t
-stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges)
+stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, bool narrow)
 {
-	uint64_t	nch = (nq + EYTZ_STAGE_CHUNK - 1) / EYTZ_STAGE_CHUNK;
 	unsigned	hw = std::thread::hardware_concurrency();
-	uint64_t	nthreads = std::min<uint64_t>(std::min<uint64_t>(EYTZ_STAGE_THREADS, hw > 1 ? hw - 1 : 0), nch);
+	uint64_t	maxthreads = std::min<uint64_t>(EYTZ_STAGE_THREADS, hw / 2);
+	StagePlan	sp;
+	uint64_t	nch,
+				nthreads;
 	std::unique_ptr<std::atomic<int>[]> done;
 	std::vector<std::thread> workers;
 	cudaError_t e = cudaSuccess;
 	sigset_t	all,
 				old;
 
+	sp.narrow = src && narrow;
+	sp.chunk = nq / (4 * std::max<uint64_t>(maxthreads, 1));
+	sp.chunk = std::min<uint64_t>(std::max<uint64_t>(sp.chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
+	nch = (nq + sp.chunk - 1) / sp.chunk;
+	nthreads = std::min<uint64_t>(maxthreads, nch);
 	if (!src || nch < 2 || nthreads < 2)
 	{
 		/* one thread: each chunk's transfer overlaps the next chunk's copy */
 		for (uint64_t c = 0; c < nch && e == cudaSuccess; c++)
 		{
 			if (src)
-				stage_chunk(h, js, src, nq, ranges, c);
-			e = stage_chunk(h, js, NULL, nq, ranges, c);
+				stage_chunk(h, js, src, nq, ranges, sp, c);
+			e = stage_chunk(h, js, NULL, nq, ranges, sp, c);
 		}
 		return e;
 	}
@@ -264,7 +316,7 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 			workers.emplace_back([&, t] {
 				for (uint64_t c = t; c < nch; c += nthreads)
 				{
-					stage_chunk(h, js, src, nq, ranges, c);
+					stage_chunk(h, js, src, nq, ranges, sp, c);
 					done[c].store(1, std::memory_order_release);
 				}
 			});
@@ -277,12 +329,12 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 	for (uint64_t c = 0; c < nch; c++)
 	{
 		if (c % nthreads >= workers.size())
-			stage_chunk(h, js, src, nq, ranges, c);
+			stage_chunk(h, js, src, nq, ranges, sp, c);
 		else
 			while (!done[c].load(std::memory_order_acquire))
 				std::this_thread::yield();
 		if (e == cudaSuccess)
-			e = stage_chunk(h, js, NULL, nq, ranges, c);
+			e = stage_chunk(h, js, NULL, nq, ranges, sp, c);
 	}
 	for (auto &w : workers)
 		w.join();
@@ -316,6 +368,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 	bool		cols = js->mask != 0;
 	bool		asc = (flags & EYTZGPU_ROWS_ASCENDING) && h->code.one_key;	/* else the two-key sorts */
 	bool		smem_fused;
+	bool		narrowed = src && sizeof(KT) == 4;	/* keys arrive narrowed (StagePlan) */
 	JoinBufs	jb;
 	JoinSlots	jsl;
 	size_t		cols_bytes = 0;
@@ -353,13 +406,18 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 
 	/* inputs in */
 	CK(cudaEventRecord(js->ev[0], st));
-	CK(stage_inputs(h, js, src, nq, ranges));
+	CK(stage_inputs(h, js, src, nq, ranges, narrowed));
 	CK(cudaEventRecord(js->ev[1], st));
 
 	/* keys of the index's width (the fused shared-memory path narrows them itself) */
 	memset(&q, 0, sizeof(q));
 	q.nq = nq;
-	if (sizeof(KT) == 8 || smem_fused)
+	if (narrowed)
+	{
+		q.lo = (const KT *) h->d_lo;
+		q.hi = ranges ? (const KT *) h->d_hi : NULL;
+	}
+	else if (sizeof(KT) == 8 || smem_fused)
 	{
 		q.lo = (const KT *) h->d_jlo;
 		q.hi = ranges ? (const KT *) h->d_jhi : NULL;
@@ -397,8 +455,12 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 		sink.check_rows = (flags & EYTZGPU_ROWS_ASCENDING) != 0;
 		k_join_prefix<<<1, 1, 0, st>>>(NULL, nq, max_matches, h->d_stat);
 		CK(cudaGetLastError());
-		CK((launch_point_smem_sink<KT, uint64_t, JoinSink>(plan_idx<KT>(h, plan.smem_on_copy, cols), h->d_jlo, nq,
-															sink, EYTZ_SMEM_Q, 0, st)));
+		if (narrowed)
+			CK((launch_point_smem_sink<KT, KT, JoinSink>(plan_idx<KT>(h, plan.smem_on_copy, cols), q.lo, nq, sink,
+														  EYTZ_SMEM_Q, 0, st)));
+		else
+			CK((launch_point_smem_sink<KT, uint64_t, JoinSink>(plan_idx<KT>(h, plan.smem_on_copy, cols), h->d_jlo,
+																nq, sink, EYTZ_SMEM_Q, 0, st)));
 	}
 	else if (point_mode && plan.path == EYTZ_PATH_SORTED && max_matches >= nq)
 	{

@@ -77,6 +77,24 @@ eytz_device_report_unavailable(const char *why)
 				(errmsg_internal("eytzgpu runs on the CPU: %s", why)));
 }
 
+void
+eytz_device_batch_shape(const uint64 *lo, const uint64 *hi, const uint32 *rows,
+						uint32 n, bool *points, bool *ascending)
+{
+	bool		pt = true;
+	bool		asc = true;
+	uint32		i;
+
+	/* one pass, no early exit: branch-free, the arrays are read once */
+	for (i = 0; i < n; i++)
+	{
+		pt &= lo[i] == hi[i];
+		asc &= i == 0 || rows[i] > rows[i - 1];
+	}
+	*points = pt;
+	*ascending = asc;
+}
+
 #ifdef EYTZ_HAVE_CUDA
 
 #include "eytzgpu_cuda.h"
@@ -380,13 +398,6 @@ eytz_device_release(EytzGpuEntry *e)
 }
 
 /*
- * Look up queries first..nq-1 of a batch on the GPU with the library's
- * join-shaped call: it narrows the keys, drops tombstones and answers the
- * longest prefix of the queries whose matches fit in max, sorted by (tid,
- * row), so the matches are copied out as they come.  *nq_done = 0 with no
- * matches: query first alone has more than max (the caller walks it).
- */
-/*
  * Ask the handle for the columns a stage wants with the next batches (none
  * without a stage); false when the copy has none of them to give
  */
@@ -450,6 +461,15 @@ stage_result(const EytzGpuEntry *e, const EytzGpuJoinResult *res, uint64 n,
 	}
 }
 
+/*
+ * Look up queries first..nq-1 of a batch on the GPU with the library's
+ * join-shaped call: it narrows the keys, drops tombstones and answers the
+ * longest prefix of the queries whose matches fit in max, sorted by (tid,
+ * row), so the matches are copied out as they come.  *nq_done = 0 with no
+ * matches: query first alone has more than max (the caller walks it).
+ * Points go as points (no count pass on a unique index), and rows that
+ * ascend (an outer batch's always do) are said to (a cheaper sort).
+ */
 bool
 eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 						const uint32 *rows, uint32 nq, uint32 first,
@@ -460,8 +480,8 @@ eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 {
 	EytzGpuJoinResult res;
 	char		errbuf[256];
-	bool		point = true;
-	uint32		i;
+	bool		point;
+	bool		ascending;
 	uint64		j;
 	int			rc;
 
@@ -474,11 +494,12 @@ eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 		return true;
 	if (!set_join_columns(e, stage, why))
 		return false;
-	for (i = first; i < nq && point; i++)
-		point = lo[i] == hi[i];
+	eytz_device_batch_shape(lo + first, hi + first, rows + first, nq - first,
+							&point, &ascending);
 	errbuf[0] = '\0';
 	rc = eytzgpu_lookup_join(e->handle, lo + first, point ? NULL : hi + first,
-							 rows + first, nq - first, max, 0, &res,
+							 rows + first, nq - first, max,
+							 ascending ? EYTZGPU_ROWS_ASCENDING : 0, &res,
 							 errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{

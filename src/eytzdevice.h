@@ -98,6 +98,16 @@ extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
 									uint32 stage_from, bool *staged,
 									char **why);
 
+/*
+ * The shape of a GPU batch of n queries: *points when every lo[i] ==
+ * hi[i] (pass hi = NULL then: no count pass on a unique index), *ascending
+ * when rows[i] < rows[i + 1] throughout (EYTZGPU_ROWS_ASCENDING: a cheaper
+ * sort of the matches).  For every caller of eytzgpu_lookup_join.
+ */
+extern void eytz_device_batch_shape(const uint64 *lo, const uint64 *hi,
+									const uint32 *rows, uint32 n,
+									bool *points, bool *ascending);
+
 /* Drop the resident copies of an index (InvalidOid: of every index) */
 extern void eytz_device_invalidate(Oid indexoid);
 
