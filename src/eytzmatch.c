@@ -9,12 +9,18 @@
  * array, then each digit is one scatter into the other buffer.  When the
  * caller's matches already come in row order among equal TIDs, the row
  * digits are skipped (the sort is stable).  Small arrays take qsort.
+ *
+ * The seam's large arrays (a batch's query order, a chunk and its sort
+ * scratch, the staged values) are reused from scan to scan: fresh memory
+ * costs the kernel a page fault and the zeroing of every page at its first
+ * touch, which measured a third of a 2M-key lookup.
  */
 #include "postgres.h"
 
 #include <sys/mman.h>
 
 #include "miscadmin.h"
+#include "utils/memutils.h"
 
 #include "eytzmatch.h"
 
@@ -59,22 +65,24 @@ digit(const EytzMatch *e, const RadixPass *p)
 	return (uint32) ((p->on_row ? (uint64) e->row : e->tid) >> p->shift) & (RADIX_SIZE - 1);
 }
 
-/* Passes over the bits in which the elements differ, lowest first */
+/*
+ * Passes over the bits in which the elements differ, lowest first.  Each
+ * digit starts at a bit that varies, so a run of bits that no element sets
+ * costs no pass: a packed TID's high offset bits (offsets stay below 256
+ * on most pages) would otherwise add a fourth pass to a sort by TID.
+ */
 static int
 add_passes(RadixPass *passes, int np, uint64 vary, bool on_row)
 {
-	int			lo,
-				hi;
-
-	if (vary == 0)
-		return np;
-	lo = __builtin_ctzll(vary);
-	hi = 64 - __builtin_clzll(vary);
-	for (; lo < hi; lo += RADIX_BITS)
+	while (vary != 0)
 	{
+		int			lo = __builtin_ctzll(vary);
+
 		passes[np].on_row = on_row;
 		passes[np].shift = lo;
 		np++;
+		vary = lo + RADIX_BITS >= 64 ? 0 :
+			vary & ~((UINT64CONST(1) << (lo + RADIX_BITS)) - 1);
 	}
 	return np;
 }
@@ -179,4 +187,122 @@ eytz_alloc_large(MemoryContext cxt, Size size)
 		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
 #endif
 	return p;
+}
+
+/*
+ * The scratch arrays a backend keeps: at most SCRATCH_KEEP of them and
+ * SCRATCH_KEEP_BYTES in all (the largest win); arrays below SCRATCH_MIN
+ * are not worth keeping (malloc reuses those).
+ */
+#define SCRATCH_KEEP 8
+#define SCRATCH_KEEP_BYTES ((Size) 512 * 1024 * 1024)
+#define SCRATCH_MIN ((Size) 2 * 1024 * 1024)
+
+/* The header before a scratch array */
+typedef struct ScratchBlock
+{
+	Size		size;			/* usable bytes after the header */
+	struct ScratchLease *lease; /* while taken */
+} ScratchBlock;
+
+/* A taken array's tie to the context it was taken for */
+typedef struct ScratchLease
+{
+	MemoryContextCallback cb;
+	ScratchBlock *block;		/* NULL once given back */
+} ScratchLease;
+
+static MemoryContext scratch_cxt = NULL;
+static ScratchBlock *scratch_kept[SCRATCH_KEEP];
+static int	scratch_nkept = 0;
+
+/* Keep a given-back array for the next taker, or free it */
+static void
+scratch_keep(ScratchBlock *b)
+{
+	Size		total = b->size;
+	int			i;
+
+	b->lease = NULL;
+	if (b->size < SCRATCH_MIN)
+	{
+		pfree(b);
+		return;
+	}
+	/* make room: drop the smallest kept arrays while over the bounds */
+	for (i = 0; i < scratch_nkept; i++)
+		total += scratch_kept[i]->size;
+	while (scratch_nkept > 0 &&
+		   (scratch_nkept == SCRATCH_KEEP || total > SCRATCH_KEEP_BYTES))
+	{
+		int			smallest = 0;
+
+		for (i = 1; i < scratch_nkept; i++)
+			if (scratch_kept[i]->size < scratch_kept[smallest]->size)
+				smallest = i;
+		if (scratch_kept[smallest]->size > b->size)
+			break;
+		total -= scratch_kept[smallest]->size;
+		pfree(scratch_kept[smallest]);
+		scratch_kept[smallest] = scratch_kept[--scratch_nkept];
+	}
+	if (scratch_nkept < SCRATCH_KEEP && total <= SCRATCH_KEEP_BYTES)
+		scratch_kept[scratch_nkept++] = b;
+	else
+		pfree(b);
+}
+
+/* The context the array was taken for is reset: the array comes back */
+static void
+scratch_lease_end(void *arg)
+{
+	ScratchLease *lease = (ScratchLease *) arg;
+
+	if (lease->block)
+		scratch_keep(lease->block);
+}
+
+void *
+eytz_scratch_alloc(MemoryContext cxt, Size size)
+{
+	ScratchBlock *b = NULL;
+	ScratchLease *lease;
+	int			best = -1;
+	int			i;
+
+	/* the smallest kept array that fits, unless it is far too large */
+	for (i = 0; i < scratch_nkept; i++)
+		if (scratch_kept[i]->size >= size && scratch_kept[i]->size / 4 <= size &&
+			(best < 0 || scratch_kept[i]->size < scratch_kept[best]->size))
+			best = i;
+	lease = MemoryContextAlloc(cxt, sizeof(ScratchLease));
+	if (best >= 0)
+	{
+		b = scratch_kept[best];
+		scratch_kept[best] = scratch_kept[--scratch_nkept];
+	}
+	else
+	{
+		if (scratch_cxt == NULL)
+			scratch_cxt = AllocSetContextCreate(TopMemoryContext,
+												"eytzgpu scratch arrays",
+												ALLOCSET_SMALL_SIZES);
+		b = eytz_alloc_large(scratch_cxt, sizeof(ScratchBlock) + size);
+		b->size = size;
+	}
+	b->lease = lease;
+	lease->block = b;
+	lease->cb.func = scratch_lease_end;
+	lease->cb.arg = lease;
+	MemoryContextRegisterResetCallback(cxt, &lease->cb);
+	return b + 1;
+}
+
+void
+eytz_scratch_free(void *p)
+{
+	ScratchBlock *b = (ScratchBlock *) p - 1;
+
+	b->lease->block = NULL;
+	scratch_keep(b);
 }
