@@ -263,7 +263,7 @@ eytz_alloc_large(MemoryContext cxt, Size size)
  * are not worth keeping (malloc reuses those).
  */
 #define SCRATCH_KEEP 8
-#define SCRATCH_KEEP_BYTES ((Size) 512 * 1024 * 1024)
+#define SCRATCH_KEEP_BYTES ((Size) 1024 * 1024 * 1024)
 #define SCRATCH_MIN ((Size) 2 * 1024 * 1024)
 
 /* The header before a scratch array */
@@ -360,8 +360,7 @@ eytz_scratch_alloc(MemoryContext cxt, Size size)
 	}
 	b->lease = lease;
 	lease->block = b;
-	lease->cb.func = scratch_lease_end;
-	lease->cb.arg = lease;
+	lease->cb = (MemoryContextCallback) {scratch_lease_end, lease, NULL};
 	MemoryContextRegisterResetCallback(cxt, &lease->cb);
 	return b + 1;
 }
