@@ -259,10 +259,12 @@ eytz_alloc_large(MemoryContext cxt, Size size)
 
 /*
  * The scratch arrays a backend keeps: at most SCRATCH_KEEP of them and
- * SCRATCH_KEEP_BYTES in all (the largest win); arrays below SCRATCH_MIN
- * are not worth keeping (malloc reuses those).
+ * SCRATCH_KEEP_BYTES of address space in all, the smallest dropped first
+ * (only the pages a scan touched take memory: a chunk array sized for
+ * work_mem holds the matches of the largest chunk); arrays below
+ * SCRATCH_MIN are not worth keeping (malloc reuses those).
  */
-#define SCRATCH_KEEP 8
+#define SCRATCH_KEEP 16
 #define SCRATCH_KEEP_BYTES ((Size) 1024 * 1024 * 1024)
 #define SCRATCH_MIN ((Size) 2 * 1024 * 1024)
 
