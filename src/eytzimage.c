@@ -273,14 +273,18 @@ eytz_sort_pending(EytzPendingEntry *entries, uint64 n)
 		qsort(entries, n, sizeof(EytzPendingEntry), pending_cmp);
 }
 
-/* The key and the asked-for included values of slot into stage position pos */
+/*
+ * The asked-for included values of slot into stage position pos, with the
+ * entry's key (the search read it: no second read of the keys at random)
+ */
 static void
-stage_slot(const EytzImage *image, uint64 slot, EytzStage *stage, uint32 pos)
+stage_slot(const EytzImage *image, uint64 slot, uint64 key, EytzStage *stage,
+		   uint32 pos)
 {
 	int			j;
 
 	stage->have[pos] = true;
-	stage->keys[pos] = eytz_key_at(image->img.keys, image->img.meta.key_width, slot);
+	stage->keys[pos] = key;
 	for (j = 0; j < stage->ncols; j++)
 	{
 		int			c = stage->cols[j];
@@ -295,8 +299,9 @@ stage_slot(const EytzImage *image, uint64 slot, EytzStage *stage, uint32 pos)
 
 /*
  * Replace the layout positions in m[from..n) by their TIDs, dropping
- * tombstones; returns the new n.  With a stage, each match's values go
- * there at its new position, which "unused" keeps.
+ * tombstones; returns the new n.  With a stage (whose keys hold each
+ * match's key at its position so far), each match's values go there at its
+ * new position, which "unused" keeps.
  */
 static uint32
 resolve_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n,
@@ -322,7 +327,7 @@ resolve_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n,
 		if (eytz_tid_block(t) != InvalidBlockNumber)
 		{
 			if (stage)
-				stage_slot(image, m[i].tid, stage, out);
+				stage_slot(image, m[i].tid, stage->keys[i], stage, out);
 			m[out].tid = t;
 			m[out].row = m[i].row;
 			m[out].unused = out;
@@ -353,7 +358,8 @@ typedef struct LevelStep
  * The per-level range scan of queries qlo/qhi/qrow[0..nq) (ascending low
  * keys) for one key width: appends (layout position, row) to out[*n..limit)
  * for whole queries, and returns how many queries were answered (their
- * matches fit).  A query starts below the levels it shares with the one
+ * matches fit); with mkeys (else NULL), each match's key at its position,
+ * read here rather than again at random after the search.  A query starts below the levels it shares with the one
  * before (see LevelStep): with sorted batches most queries compare keys at
  * the last one or two levels only, and each level is read from left to
  * right, so the slots ahead of a new node are prefetched for the next
@@ -366,7 +372,7 @@ typedef struct LevelStep
 /* The matches of row at one level from slot pos on; false when out is full */ \
 static inline bool \
 NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
-			 uint32 limit, EytzMatch *out, uint32 *cnt) \
+			 uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *cnt) \
 { \
 	for (; pos < end && keys[pos] <= hi; pos++) \
 	{ \
@@ -374,6 +380,8 @@ NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
 			return false; \
 		out[*cnt].tid = pos; \
 		out[*cnt].row = row; \
+		if (mkeys) \
+			mkeys[*cnt] = keys[pos]; \
 		(*cnt)++; \
 	} \
 	return true; \
@@ -382,7 +390,7 @@ NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
 static uint32 \
 NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *qhi, uint32 nq, \
-	 uint32 limit, EytzMatch *out, uint32 *n) \
+	 uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	uint32		k = img->meta.fanout; \
@@ -419,7 +427,7 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 		{ \
 			if (step[m].first == NO_SLOT || step[m].first_key > hi) \
 				continue; \
-			if (!NAME##_level(keys, step[m].first, level_end[m], hi, row, limit, out, &cnt)) \
+			if (!NAME##_level(keys, step[m].first, level_end[m], hi, row, limit, out, mkeys, &cnt)) \
 				goto full; \
 		} \
 		s = l == 0 ? 0 : step[l - 1].child; \
@@ -468,7 +476,7 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 			step[l].first_key = pos < end ? keys[pos] : 0; \
 			step[l].lb = lb; \
 			step[l].ub = ub; \
-			if (!NAME##_level(keys, pos, end, hi, row, limit, out, &cnt)) \
+			if (!NAME##_level(keys, pos, end, hi, row, limit, out, mkeys, &cnt)) \
 				goto full; \
 			/* the next queries come to the slots right of this node */ \
 			if (s + EYTZ_STREAM_AHEAD < end) \
@@ -497,6 +505,7 @@ eytz_image_search(Relation index, const EytzImage *image,
 {
 	const EytzLayoutImage *img = &image->img;
 	uint64		level_end[EYTZ_MAX_LEVELS];
+	uint64	   *mkeys;
 	uint32		first = *nout;
 	uint32		done;
 	uint32		l;
@@ -509,9 +518,10 @@ eytz_image_search(Relation index, const EytzImage *image,
 		return nq - start;
 	for (l = 0; l < img->meta.levels; l++)
 		level_end[l] = eytz_level_end(l, img->meta.fanout, img->meta.nentries);
+	mkeys = stage ? stage->keys : NULL;
 	done = img->meta.key_width == 4 ?
-		sorted_search_4(index, img, level_end, order + start, hi, nq - start, max, out, nout) :
-		sorted_search_8(index, img, level_end, order + start, hi, nq - start, max, out, nout);
+		sorted_search_4(index, img, level_end, order + start, hi, nq - start, max, out, mkeys, nout) :
+		sorted_search_8(index, img, level_end, order + start, hi, nq - start, max, out, mkeys, nout);
 	*nout = resolve_tids(image, out, first, *nout, stage);
 	return done;
 }

@@ -493,8 +493,8 @@ sort_queries(EytzLookup *lk, uint32 from)
 	if (lk->order_cap < n)
 	{
 		if (lk->order)
-			pfree(lk->order);
-		lk->order = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
+			eytz_scratch_free(lk->order);
+		lk->order = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
 		lk->order_cap = n;
 	}
 	/* the row rides along: the search then reads no query array at random */
@@ -596,37 +596,43 @@ stage_none(EytzLookup *lk, uint32 from, uint32 to)
 static void
 stage_free(EytzStage *st)
 {
-	int			j;
-
 	if (st->keys == NULL)
 		return;
-	pfree(st->keys);
-	pfree(st->have);
-	for (j = 0; j < st->ncols; j++)
-	{
-		pfree(st->values[j]);
-		pfree(st->isnull[j]);
-	}
+	eytz_scratch_free(st->keys);
 	st->keys = NULL;
 }
 
-/* Arrays of a stage for max matches */
+/*
+ * Arrays of a stage for max matches, in one scratch array: the keys and
+ * values (8 bytes each), then the flags
+ */
 static void
 stage_alloc(EytzLookup *lk, EytzStage *st, uint32 max)
 {
+	char	   *p;
 	int			j;
 
 	stage_free(st);
-	st->keys = MemoryContextAllocHuge(lk->cxt, sizeof(uint64) * max);
-	st->have = MemoryContextAllocHuge(lk->cxt, sizeof(bool) * max);
-	for (j = 0; j < st->ncols; j++)
-	{
-		st->values[j] = MemoryContextAllocHuge(lk->cxt, sizeof(Datum) * max);
-		st->isnull[j] = MemoryContextAllocHuge(lk->cxt, sizeof(bool) * max);
-	}
+	p = eytz_scratch_alloc(lk->cxt, (sizeof(uint64) + sizeof(bool)) * (Size) max *
+						   (1 + st->ncols));
+	st->keys = (uint64 *) p;
+	p += sizeof(uint64) * (Size) max;
+	for (j = 0; j < st->ncols; j++, p += sizeof(Datum) * (Size) max)
+		st->values[j] = (Datum *) p;
+	st->have = (bool *) p;
+	p += max;
+	for (j = 0; j < st->ncols; j++, p += max)
+		st->isnull[j] = (bool *) p;
 }
 
-/* The sorted chunk's values: match i's were staged at out[i].unused */
+/* how far ahead stage_gather() prefetches the staged values */
+#define STAGE_GATHER_AHEAD 16
+
+/*
+ * The sorted chunk's values: match i's were staged at out[i].unused, in no
+ * order the sort kept: the reads ahead are prefetched, so that their cache
+ * misses overlap
+ */
 static void
 stage_gather(EytzLookup *lk, uint32 n)
 {
@@ -639,6 +645,14 @@ stage_gather(EytzLookup *lk, uint32 n)
 	{
 		uint32		s = lk->out[i].unused;
 
+		if (i + STAGE_GATHER_AHEAD < n)
+		{
+			uint32		ahead = lk->out[i + STAGE_GATHER_AHEAD].unused;
+
+			__builtin_prefetch(&from->keys[ahead]);
+			for (j = 0; j < from->ncols; j++)
+				__builtin_prefetch(&from->values[j][ahead]);
+		}
 		to->have[i] = from->have[s];
 		to->keys[i] = from->keys[s];
 		for (j = 0; j < from->ncols; j++)
@@ -796,11 +810,11 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	{
 		if (lk->out)
 		{
-			pfree(lk->out);
-			pfree(lk->tmp);
+			eytz_scratch_free(lk->out);
+			eytz_scratch_free(lk->tmp);
 		}
-		lk->out = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
-		lk->tmp = eytz_alloc_large(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->out = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->tmp = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max);
 		lk->cap = max;
 		if (lk->want)
 		{
@@ -916,11 +930,11 @@ eytz_lookup_end(EytzLookup *lk)
 	view_unpin(lk);
 	/* a scan ended and begun again per rescan must not pile these up */
 	if (lk->order)
-		pfree(lk->order);
+		eytz_scratch_free(lk->order);
 	if (lk->out)
-		pfree(lk->out);
+		eytz_scratch_free(lk->out);
 	if (lk->tmp)
-		pfree(lk->tmp);
+		eytz_scratch_free(lk->tmp);
 	lk->order = lk->out = lk->tmp = NULL;
 	lk->order_cap = lk->cap = 0;
 	stage_free(&lk->stage);

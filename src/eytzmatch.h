@@ -55,4 +55,12 @@ typedef struct EytzStage
 /* A large array in cxt, on huge pages where the kernel has them */
 extern void *eytz_alloc_large(MemoryContext cxt, Size size);
 
+/*
+ * A large scratch array (as eytz_alloc_large) that the backend reuses from
+ * scan to scan: given back by eytz_scratch_free, or when cxt is reset or
+ * deleted (also on error), and kept for the next taker instead of freed.
+ */
+extern void *eytz_scratch_alloc(MemoryContext cxt, Size size);
+extern void eytz_scratch_free(void *p);
+
 #endif							/* EYTZMATCH_H */

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/lookup_ab.sh: the CPU lookup stage of two builds of eytzgpu.so, A/B
+# interleaved, on the random data set of bench/join_bench.sh.
+#
+#   bench/lookup_ab.sh LIBDIR ROUNDS LABEL=SO [LABEL=SO ...]
+#
+# Needs a running server reachable through PGHOST/PGPORT/PGUSER whose
+# $libdir is LIBDIR (a private install: each round copies the build's .so
+# there, so new backends load it), with the tables outer_r and inner_r of
+# bench/join_bench.sh (inner_r's eytzgpu index without INCLUDE) and TABLES
+# (default "inner_r"; e.g. an inner_ri with the same rows and an index
+# INCLUDE (v), vacuumed, for the index-only join).  Each round runs, per
+# build and table, the CPU join once to load the image and warm the
+# backend's arrays, then under EXPLAIN ANALYZE, and prints the lookup stage
+# per key: search (query sort, tree walk, TIDs and values) and match sort.
+# Builds alternate round by round, so a machine whose speed drifts (other
+# work on it) moves both alike: compare medians over the rounds.
+set -euo pipefail
+LIBDIR=$1
+ROUNDS=$2
+shift 2
+TABLES=${TABLES:-inner_r}
+export PGOPTIONS="-c eytzgpu.enable_join=on -c work_mem=1GB -c max_parallel_workers_per_gather=0
+	-c enable_hashjoin=off -c enable_mergejoin=off -c enable_nestloop=off -c eytzgpu.device=cpu"
+for _ in $(seq "$ROUNDS"); do
+	for spec in "$@"; do
+		label=${spec%%=*}
+		so=${spec#*=}
+		# a new file, not one rewritten under running backends
+		cp "$so" "$LIBDIR/.eytzgpu.so.new" && mv "$LIBDIR/.eytzgpu.so.new" "$LIBDIR/eytzgpu.so"
+		for t in $TABLES; do
+			q="SELECT count(*), sum(i.v) FROM outer_r o JOIN $t i ON i.k = o.k"
+			printf '%s;\nEXPLAIN (ANALYZE, COSTS OFF) %s;\n' "$q" "$q" |
+				psql -X -q -At -v ON_ERROR_STOP=1 |
+				awk -v l="$label" -v t="$t" '
+					/Lookups:/ { k = $2 } /Lookup Search Time/ { s = $4 } /Match Sort Time/ { m = $4 }
+					/Execution Time/ { e = $3 }
+					END { printf "%-8s %-10s node %7.0f ms  search %6.1f  sort %6.1f  lookup %6.1f ns/key\n",
+						l, t, e, s * 1e6 / k, m * 1e6 / k, (s + m) * 1e6 / k }'
+		done
+	done
+done
