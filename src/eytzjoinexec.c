@@ -511,17 +511,17 @@ ensure_rows(EytzJoinState *st, uint32 n)
 		return;
 	if (st->alloc_rows > 0)
 	{
-		pfree(st->rowmem_alloc);
-		pfree(st->qlo);
-		pfree(st->qhi);
-		pfree(st->qrow);
+		eytz_scratch_free(st->rowmem_alloc);
+		eytz_scratch_free(st->qlo);
+		eytz_scratch_free(st->qhi);
+		eytz_scratch_free(st->qrow);
 	}
-	/* huge pages: the matches read rows and their values at random */
-	st->rowmem_alloc = eytz_alloc_large(cxt, st->row_stride * n + EYTZ_ROW_ALIGN);
+	/* kept from join to join: fresh memory costs a fault per page */
+	st->rowmem_alloc = eytz_scratch_alloc(cxt, st->row_stride * n + EYTZ_ROW_ALIGN);
 	st->rowmem = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, st->rowmem_alloc);
-	st->qlo = eytz_alloc_large(cxt, sizeof(uint64) * n);
-	st->qhi = eytz_alloc_large(cxt, sizeof(uint64) * n);
-	st->qrow = eytz_alloc_large(cxt, sizeof(uint32) * n);
+	st->qlo = eytz_scratch_alloc(cxt, sizeof(uint64) * n);
+	st->qhi = eytz_scratch_alloc(cxt, sizeof(uint64) * n);
+	st->qrow = eytz_scratch_alloc(cxt, sizeof(uint32) * n);
 	st->alloc_rows = n;
 }
 
