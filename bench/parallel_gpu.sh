@@ -17,14 +17,19 @@
 # with the service warm, the first join of fresh backends (20k outer rows)
 # against their second, with the minor page faults getrusage counts
 # (log_executor_stats) and planning time, and the same for PostgreSQL's
-# btree nested loop in the same backends.  Results: $OUT/parallel.md.
+# btree nested loop in the same backends (FRESH=0 skips these).  Then the
+# index-only join over a covering index, without and with the service.
+# Last, where the kernel lets us reserve huge pages, the service's rows
+# and the fresh backends again with huge_pages = on.  Results:
+# $OUT/parallel.md, $OUT/parallel_summary.txt, the logs in $OUT/logs.tgz.
 set -uo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
 WORKERS=${3:-6}
 REPEAT=${REPEAT:-3}
 OUT=${OUT:-/tmp/gpu_out}
-mkdir -p "$OUT"
+L=$OUT/logs
+mkdir -p "$OUT" "$L"
 for f in .gpu/pgenv.sh ../../.gpu/pgenv.sh; do [ -f "$f" ] && { source "$f"; break; }; done
 pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
 cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" &&
@@ -42,21 +47,22 @@ T="$OUT/parallel.md"
 
 # row LABEL SETTINGS: the query REPEAT times in one session, then EXPLAIN
 row() {
-	local label=$1 settings=$2 f="$OUT/par_${1//[^A-Za-z0-9]/_}.log"
+	local label=$1 settings=$2 f="$L/par_${1//[^A-Za-z0-9]/_}.log"
 	{
 		echo "$settings"
 		echo "\\timing on"
 		for _ in $(seq "$REPEAT"); do echo "$Q;"; done
 		echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $Q;"
 	} | $PSQL >"$f" 2>&1
-	local times best first plan device result
+	local times best first plan device result fetches
 	times=$(grep -o 'Time: [0-9.]*' "$f" | awk '{print $2}' | sed -n "1,${REPEAT}p")
 	first=$(sed -n 1p <<<"$times")
 	best=$(sort -n <<<"$times" | sed -n 1p)
 	result=$(grep -E '^ *[0-9]+ *\| *[0-9]+' "$f" | sort | uniq -c | awk '{print $2 "/" $4 " x" $1}' | paste -sd' ')
 	plan=$(grep -oE 'Parallel Custom Scan \(EytzGPU Join\)|Custom Scan \(EytzGPU Join\)|Parallel Hash Join|Hash Join|Nested Loop' "$f" | head -1)
 	device=$(grep -oE 'Device: [a-z ()]+' "$f" | sort | uniq -c | awk '{$1=$1; print}' | paste -sd',' || true)
-	printf '| %-44s | %-40s | %7.0f | %7.0f | %s |\n' "$label" "$plan${device:+ [$device]}" "$best" "$first" "$result" | tee -a "$T"
+	fetches=$(grep -oE 'Heap Fetches: [0-9]+' "$f" | awk '{n += $3} END {print n + 0}')
+	printf '| %-44s | %-40s | %7.0f | %7.0f | %s | %s |\n' "$label" "$plan${device:+ [$device]}" "$best" "$first" "$result" "$fetches" | tee -a "$T"
 }
 
 pg_start "$BASE $SVC" >"$OUT/server.txt" 2>&1 || { cat "$OUT/server.txt"; exit 1; }
@@ -86,16 +92,16 @@ PAR="SET max_parallel_workers_per_gather = $WORKERS;"
 PHASH="SET eytzgpu.enable_join = off; SET work_mem = '1GB'; $PAR SET enable_nestloop = off; SET enable_mergejoin = off;"
 runs() {
 	local tag=$1
-	echo "| $tag: $N x $M random, $WORKERS workers | plan [devices] | best ms | first ms | count/sum x runs |" | tee -a "$T"
-	echo "|---|---|---:|---:|---|" | tee -a "$T"
+	echo "| $tag: $N x $M random, $WORKERS workers | plan [devices] | best ms | first ms | count/sum x runs | heap fetches |" | tee -a "$T"
+	echo "|---|---|---:|---:|---|---:|" | tee -a "$T"
 	row "$tag: serial batched join" "$ON $SERIAL $FORCE"
 	row "$tag: parallel batched join" "$ON $PAR $FORCE"
 	row "$tag: parallel hash join" "$PHASH"
 	row "$tag: planner's choice, parallel allowed" "$ON $PAR"
 	{ echo "$ON $PAR"; echo "EXPLAIN $Q;"; echo "$ON $PAR $FORCE"; echo "EXPLAIN (ANALYZE, COSTS OFF) $Q;"; echo "$PHASH"; echo "EXPLAIN $Q;"; } |
-		$PSQL >"$OUT/${tag}_parallel_explain.log" 2>&1
+		$PSQL >"$L/${tag//[^A-Za-z0-9]/_}_parallel_explain.log" 2>&1
 	echo "$tag: per process (leader, then workers) lookup acquire ms, lookup ms, heap fetch ms:" \
-		"$(grep -oE '(Lookup Acquire|Lookup|Heap Fetch) Time: [0-9.]+' "$OUT/${tag}_parallel_explain.log" | awk '{printf "%s%s", $NF, (NR % 3 ? "/" : " ")}')" |
+		"$(grep -oE '(Lookup Acquire|Lookup|Heap Fetch) Time: [0-9.]+' "$L/${tag//[^A-Za-z0-9]/_}_parallel_explain.log" | awk '{printf "%s%s", $NF, (NR % 3 ? "/" : " ")}')" |
 		tee -a "$OUT/parallel_summary.txt"
 }
 runs service
@@ -113,18 +119,51 @@ fresh() {
 			for _ in 1 2 3; do echo "EXPLAIN (ANALYZE, SUMMARY) SELECT count(*) FROM outer_20k o JOIN inner_r i ON i.k = o.k;"; done
 		} | $PSQL 2>&1 | grep -oE '(Planning|Execution) Time: [0-9.]+|Lookup Time: [0-9.]+|Heap Fetch Time: [0-9.]+|[0-9]+/[0-9]+ \[[0-9]+/[0-9]+\] page faults|^Time: [0-9.]+' |
 			sed -E 's/ Time//; s/ \[[0-9/]+\] page faults/ faults/' | paste -sd' '
-	done >"$OUT/fresh_$label.txt"
+	done >"$L/fresh_${label//[^A-Za-z0-9]/_}.txt"
 	echo "$label, 4 fresh backends, 3 joins each (stats per join: faults major/minor, planning, lookup, heap fetch, execution, psql):" | tee -a "$OUT/parallel_summary.txt"
-	cat "$OUT/fresh_$label.txt" | tee -a "$OUT/parallel_summary.txt"
+	cat "$L/fresh_${label//[^A-Za-z0-9]/_}.txt" | tee -a "$OUT/parallel_summary.txt"
 }
-fresh "service eytzgpu join" "$ON $SERIAL $FORCE"
-fresh "service btree nested loop" "SET eytzgpu.enable_join = off; $SERIAL SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_bitmapscan = off;"
+BTREE_NL="SET eytzgpu.enable_join = off; $SERIAL SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_bitmapscan = off;"
+if [ "${FRESH:-1}" = 1 ]; then
+	fresh "service eytzgpu join" "$ON $SERIAL $FORCE"
+	fresh "service btree nested loop" "$BTREE_NL"
+fi
 
 restart "$BASE"
 echo "without the service: $(sql 'SELECT state FROM eytzgpu_service_status()')" | tee -a "$OUT/parallel_summary.txt"
 runs backend
-cp /tmp/pg.log "$OUT/pg.log"
+
+# the index-only join over a covering index (v included) after VACUUM,
+# without the service, then with it (its answers carry the values)
+sql "SET maintenance_work_mem = '8GB'; CREATE INDEX inner_r_ezi ON inner_r USING eytzgpu (k) INCLUDE (v)"
+sql "DROP INDEX inner_r_ez"
+sql "VACUUM inner_r"
+include_rows() {
+	row "$1: INCLUDE, serial index-only join" "$ON $SERIAL $FORCE"
+	row "$1: INCLUDE, parallel index-only join" "$ON $PAR $FORCE"
+}
+include_rows backend
+restart "$BASE $SVC"
+include_rows service
+
+# again with shared memory on 2 MB pages (huge_pages = on, where the
+# kernel lets us reserve them): a fresh process, every parallel worker
+# too, then maps shared buffers 2 MB per page fault instead of 4 kB
+if echo 13000 >/proc/sys/vm/nr_hugepages 2>/dev/null && [ "$(cat /proc/sys/vm/nr_hugepages)" -ge 12400 ]; then
+	restart "$BASE $SVC -c huge_pages=on"
+	sql "CREATE INDEX inner_r_ez ON inner_r USING eytzgpu (k)" >/dev/null
+	sql "DROP INDEX inner_r_ezi"
+	runs "service, huge pages"
+	if [ "${FRESH:-1}" = 1 ]; then
+		fresh "huge pages, service eytzgpu join" "$ON $SERIAL $FORCE"
+		fresh "huge pages, service btree nested loop" "$BTREE_NL"
+	fi
+else
+	echo "no huge pages: $(cat /proc/sys/vm/nr_hugepages 2>&1)" | tee -a "$OUT/parallel_summary.txt"
+fi
+cp /tmp/pg.log "$L/pg.log"
 pg_stop >/dev/null 2>&1
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
 echo
 cat "$T"
 echo
