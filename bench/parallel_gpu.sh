@@ -18,7 +18,8 @@
 # against their second, with the minor page faults getrusage counts
 # (log_executor_stats) and planning time, and the same for PostgreSQL's
 # btree nested loop in the same backends (FRESH=0 skips these).  Then the
-# index-only join over a covering index, without and with the service.
+# index-only join over a covering index, without and with the service
+# (INCLUDE=0 skips it).
 # Last, where the kernel lets us reserve huge pages, the service's rows
 # and the fresh backends again with huge_pages = on.  Results:
 # $OUT/parallel.md, $OUT/parallel_summary.txt, the logs in $OUT/logs.tgz.
@@ -134,25 +135,26 @@ echo "without the service: $(sql 'SELECT state FROM eytzgpu_service_status()')" 
 runs backend
 
 # the index-only join over a covering index (v included) after VACUUM,
-# without the service, then with it (its answers carry the values)
-sql "SET maintenance_work_mem = '8GB'; CREATE INDEX inner_r_ezi ON inner_r USING eytzgpu (k) INCLUDE (v)"
-sql "DROP INDEX inner_r_ez"
-sql "VACUUM inner_r"
-include_rows() {
-	row "$1: INCLUDE, serial index-only join" "$ON $SERIAL $FORCE"
-	row "$1: INCLUDE, parallel index-only join" "$ON $PAR $FORCE"
-}
-include_rows backend
-restart "$BASE $SVC"
-include_rows service
+# without the service, then with it (its answers carry the values);
+# INCLUDE=0 skips it
+if [ "${INCLUDE:-1}" = 1 ]; then
+	sql "SET maintenance_work_mem = '8GB'; CREATE INDEX inner_r_ezi ON inner_r USING eytzgpu (k) INCLUDE (v)"
+	sql "DROP INDEX inner_r_ez"
+	sql "VACUUM inner_r"
+	row "backend: INCLUDE, serial index-only join" "$ON $SERIAL $FORCE"
+	row "backend: INCLUDE, parallel index-only join" "$ON $PAR $FORCE"
+	restart "$BASE $SVC"
+	row "service: INCLUDE, serial index-only join" "$ON $SERIAL $FORCE"
+	row "service: INCLUDE, parallel index-only join" "$ON $PAR $FORCE"
+	sql "CREATE INDEX inner_r_ez ON inner_r USING eytzgpu (k)" >/dev/null
+	sql "DROP INDEX inner_r_ezi"
+fi
 
 # again with shared memory on 2 MB pages (huge_pages = on, where the
 # kernel lets us reserve them): a fresh process, every parallel worker
 # too, then maps shared buffers 2 MB per page fault instead of 4 kB
 if echo 13000 >/proc/sys/vm/nr_hugepages 2>/dev/null && [ "$(cat /proc/sys/vm/nr_hugepages)" -ge 12400 ]; then
 	restart "$BASE $SVC -c huge_pages=on"
-	sql "CREATE INDEX inner_r_ez ON inner_r USING eytzgpu (k)" >/dev/null
-	sql "DROP INDEX inner_r_ezi"
 	runs "service, huge pages"
 	if [ "${FRESH:-1}" = 1 ]; then
 		fresh "huge pages, service eytzgpu join" "$ON $SERIAL $FORCE"

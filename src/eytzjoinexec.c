@@ -608,8 +608,14 @@ fill_batch(EytzJoinState *st)
 		st->rows[row].has_nulls = has_nulls;
 		st->nrows++;
 	}
-	/* grow geometrically up to the batch size */
-	st->next_batch = (uint32) Min((uint64) want * 4, (uint64) eytz_batch_size);
+	/*
+	 * Grow geometrically up to the batch size; a parallel join's process
+	 * takes the batch size after its first batch: its share is small, and
+	 * the fewer of its matches a batch holds, the more heap blocks its
+	 * fetches visit (each block once per batch)
+	 */
+	st->next_batch = st->shared ? (uint32) eytz_batch_size :
+		(uint32) Min((uint64) want * 4, (uint64) eytz_batch_size);
 	if (st->nrows > 0)
 		st->nbatches++;
 
