@@ -28,22 +28,12 @@ N=${1:-20000000}
 M=${2:-2000000}
 WORKERS=${3:-6}
 REPEAT=${REPEAT:-3}
-OUT=${OUT:-/tmp/gpu_out}
+source "$(dirname "$0")/gpu_common.sh"
 L=$OUT/logs
-mkdir -p "$OUT" "$L"
-for f in .gpu/pgenv.sh ../../.gpu/pgenv.sh; do [ -f "$f" ] && { source "$f"; break; }; done
-pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
-cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" &&
-	cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/" || exit 1
-nvidia-smi -L >"$OUT/gpu.txt" 2>&1
+mkdir -p "$L"
 
 BASE="-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB -c max_worker_processes=32 -c max_parallel_workers=16"
 SVC="-c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.service_slot_buffer=8MB"
-PSQL="psql -X -q -v ON_ERROR_STOP=1"
-sql() { $PSQL -At -c "$1"; }
-restart() {
-	su postgres -s /bin/bash -c "env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH TZ=UTC pg_ctl -D /tmp/pgdata -l /tmp/pg.log -o '-k /tmp/pgsock -c listen_addresses= $*' -w restart" >/dev/null
-}
 T="$OUT/parallel.md"
 
 # row LABEL SETTINGS: the query REPEAT times in one session, then EXPLAIN
@@ -101,7 +91,7 @@ runs() {
 	row "$tag: planner's choice, parallel allowed" "$ON $PAR"
 	{ echo "$ON $PAR"; echo "EXPLAIN $Q;"; echo "$ON $PAR $FORCE"; echo "EXPLAIN (ANALYZE, COSTS OFF) $Q;"; echo "$PHASH"; echo "EXPLAIN $Q;"; } |
 		$PSQL >"$L/${tag//[^A-Za-z0-9]/_}_parallel_explain.log" 2>&1
-	echo "$tag: per process (leader, then workers) lookup acquire ms, lookup ms, heap fetch ms:" \
+	echo "$tag: per process (leader, then workers) lookup ms, of which acquire ms, heap fetch ms:" \
 		"$(grep -oE '(Lookup Acquire|Lookup|Heap Fetch) Time: [0-9.]+' "$L/${tag//[^A-Za-z0-9]/_}_parallel_explain.log" | awk '{printf "%s%s", $NF, (NR % 3 ? "/" : " ")}')" |
 		tee -a "$OUT/parallel_summary.txt"
 }
