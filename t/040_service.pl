@@ -131,6 +131,18 @@ like($plan, qr/Index Only: true/, 'index-only join over the covering index');
 like($plan, qr/Device: $service_device/, 'asking the service');
 like($plan, qr/Heap Fetches: 0\n/, 'no heap fetch: the values came from the service');
 is($node->safe_psql('postgres', "$force $diffi"), '0', 'its answer is PostgreSQL\'s');
+# the parallel join: the leader and each worker through the service (no
+# image of their own), plain and index-only, against PostgreSQL's answer
+my $par = 'SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; '
+  . 'SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; ';
+$plan = $node->safe_psql('postgres',
+	"$force $par EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $qi");
+like($plan, qr/Workers Launched: 2.*Parallel Custom Scan \(EytzGPU Join\)/s, 'a parallel join');
+is(scalar(() = $plan =~ /Device: $service_device/g), 3, 'the leader and both workers ask the service');
+like($plan, qr/Heap Fetches: 0\n(.*\n)*.*Heap Fetches: 0\n(.*\n)*.*Heap Fetches: 0\n/, 'none reads the heap');
+is($node->safe_psql('postgres', "$force $par $diffi"), '0', 'the parallel index-only join is right');
+is($node->safe_psql('postgres', "$force $par $diff"), '0', 'and the plain one');
+is(status('slots_in_use'), '0', 'the workers freed their slots');
 # pending entries (their values come from the heap), then tombstones
 $node->safe_psql('postgres',
 	"INSERT INTO ti SELECT 200000 + g, (random() * 50000)::int4, random(), true, 'today' FROM generate_series(1, 3000) g; VACUUM ti"
