@@ -4,6 +4,12 @@
 # build and install eytzgpu with CUDA, run the pg_regress suite with
 # eytzgpu.device = 'gpu' (unless SKIP_REGRESS=1), then (unless SKIP_BENCH=1)
 # the join benchmark.
+# With SERVICE=1 (the default) the server preloads eytzgpu and its GPU
+# service answers every GPU lookup (the table's device column then reads
+# "gpu (service)"; a parallel join's workers use the service's one copy);
+# SERVICE=0 runs the per-backend path (each backend, and each parallel
+# worker's leader, its own CUDA context and copy), as runs 1-5 of
+# bench/join_results.md did.
 # Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_out}
@@ -12,14 +18,19 @@ source .gpu/pgenv.sh
 # a warm machine may still hold the previous call's cluster
 pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
 nvidia-smi -L >"$OUT/gpu.txt" 2>&1
-pg_start "-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB" >"$OUT/server.txt" 2>&1 || exit 1
-# A module built there needs a newer libstdc++ than the bundle's: carry
-# eytzgpu.so built here (make, with nvcc) and install it by hand.
+# Installed before the server starts, which may preload it.  A module built
+# there needs a newer libstdc++ than the bundle's: carry eytzgpu.so built
+# here (make, with nvcc) and install it by hand.
 if [ -f eytzgpu.so ]; then
 	cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" && cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/"
 else
 	{ make -j16 PG_CONFIG=$PG_CONFIG with_llvm=no && make PG_CONFIG=$PG_CONFIG with_llvm=no install; } >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi
+SERVER="-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB"
+[ "${SERVICE:-1}" = 1 ] &&
+	SERVER="$SERVER -c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.service_slot_buffer=8MB"
+echo "server: $SERVER" | tee "$OUT/server.txt"
+pg_start "$SERVER" >>"$OUT/server.txt" 2>&1 || exit 1
 export PGOPTIONS="-c statement_timeout=150s"
 if [ "${SKIP_REGRESS:-0}" != 1 ]; then
 	echo "== pg_regress with eytzgpu.device = gpu"

@@ -21,22 +21,11 @@
 set -uo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
-OUT=${OUT:-/tmp/gpu_out}
-mkdir -p "$OUT"
-for f in .gpu/pgenv.sh ../../.gpu/pgenv.sh; do [ -f "$f" ] && { source "$f"; break; }; done
-pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
-cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" &&
-	cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/" || exit 1
-nvidia-smi -L >"$OUT/gpu.txt" 2>&1
+source "$(dirname "$0")/gpu_common.sh"
 
 BASE="-c shared_buffers=16GB -c work_mem=1GB -c max_connections=80 -c max_wal_size=20GB -c maintenance_work_mem=8GB -c max_parallel_workers_per_gather=0"
 SVC="-c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.service_slots=48 -c eytzgpu.service_slot_buffer=8MB -c eytzgpu.gpu_memory_limit=8GB"
-PSQL="psql -X -q -v ON_ERROR_STOP=1"
 export PGOPTIONS="-c enable_hashjoin=off -c enable_mergejoin=off -c enable_nestloop=off"
-sql() { $PSQL -At -c "$1"; }
-restart() {
-	su postgres -s /bin/bash -c "env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH TZ=UTC pg_ctl -D /tmp/pgdata -l /tmp/pg.log -o '-k /tmp/pgsock -c listen_addresses= $*' -w restart" >/dev/null
-}
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 # peak GPU memory (MiB) while the command runs
 peak_mem() {

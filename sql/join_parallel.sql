@@ -38,6 +38,10 @@ SELECT join_plan('SELECT o.x, i.v FROM jp_outer o LEFT JOIN jp_inner i ON i.k = 
 SELECT join_plan('SELECT o.x FROM jp_outer o WHERE EXISTS (SELECT 1 FROM jp_inner i WHERE i.k = o.k)');
 SELECT join_plan('SELECT o.x FROM jp_outer o WHERE NOT EXISTS (SELECT 1 FROM jp_inner i WHERE i.k = o.k)');
 SELECT join_plan('SELECT count(*), sum(i.v) FROM jp_outer o JOIN jp_inner i ON i.k BETWEEN o.lo AND o.hi');
+-- a small outer table: its parallel scan alone gets 1 worker, the join's
+-- heap fetches get the Gather 2
+SELECT join_plan('SELECT s.m, i.v FROM jp_small s JOIN jp_inner i ON i.k = s.m');
+SELECT join_check('SELECT s.m, i.v, i.t AS it FROM jp_small s JOIN jp_inner i ON i.k = s.m');
 
 -- every join type against PostgreSQL's answer
 SELECT join_check('SELECT o.x, o.t, i.v, i.t AS it FROM jp_outer o JOIN jp_inner i ON i.k = o.k');

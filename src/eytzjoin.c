@@ -341,13 +341,46 @@ parallel_divisor(int workers)
 }
 
 /*
+ * The outer side of the parallel join: the outer rel's cheapest partial
+ * path, or where that is a parallel seq scan of a table, one with more
+ * workers if the join's heap fetches call for them.  Most of the join's
+ * work is per match, a random heap page visit each, which
+ * compute_parallel_worker is asked to size as if they were pages to scan
+ * (PostgreSQL's parallel hash join takes its workers from the larger side,
+ * too), while a parallel scan of a small outer table gets few (2 for 2M
+ * rows; 1.9M matches call for 7).
+ */
+static Path *
+partial_outer_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+				   RelOptInfo *innerrel)
+{
+	Path	   *outer_path = linitial(outerrel->partial_pathlist);
+	RangeTblEntry *rte;
+	int			workers;
+
+	if (PATH_REQ_OUTER(outer_path) != NULL || outer_path->parallel_workers <= 0)
+		return NULL;
+	if (outer_path->pathtype != T_SeqScan || outerrel->reloptkind != RELOPT_BASEREL)
+		return outer_path;
+	rte = planner_rt_fetch(outerrel->relid, root);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
+		rte->tablesample != NULL)
+		return outer_path;
+	workers = compute_parallel_worker(innerrel, Max(innerrel->pages, joinrel->rows), -1,
+									  max_parallel_workers_per_gather);
+	if (workers <= outer_path->parallel_workers)
+		return outer_path;
+	return create_seqscan_path(root, outerrel, NULL, workers);
+}
+
+/*
  * The parallel variant of serial (made for the same index and clauses): a
- * partial path over the outer rel's cheapest partial path.  Each process
- * batches its share of the parallel outer scan and searches the whole index
- * for it, which is exact for every join type the join supports (INNER,
- * LEFT, SEMI, ANTI): each outer row is seen by one process, with all its
- * matches.  The path is parallel aware only for its shared EXPLAIN ANALYZE
- * counters (eytzjoinexec.c); the work is divided by the outer scan.
+ * partial path over a parallel outer path (partial_outer_path).  Each
+ * process batches its share of the parallel outer scan and searches the
+ * whole index for it, which is exact for every join type the join supports
+ * (INNER, LEFT, SEMI, ANTI): each outer row is seen by one process, with
+ * all its matches.  The path is parallel aware only for its shared EXPLAIN
+ * ANALYZE counters (eytzjoinexec.c); the work is divided by the outer scan.
  */
 static void
 add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
@@ -361,8 +394,8 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	if (!joinrel->consider_parallel || !innerrel->consider_parallel ||
 		outerrel->partial_pathlist == NIL || !bms_is_empty(joinrel->lateral_relids))
 		return;
-	outer_path = linitial(outerrel->partial_pathlist);
-	if (PATH_REQ_OUTER(outer_path) != NULL || outer_path->parallel_workers <= 0)
+	outer_path = partial_outer_path(root, joinrel, outerrel, innerrel);
+	if (outer_path == NULL)
 		return;
 
 	ppath = makeNode(CustomPath);

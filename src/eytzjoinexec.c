@@ -53,10 +53,12 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "eytzdevice.h"
 #include "eytzheap.h"
 #include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
+#include "eytzservice.h"
 
 #define EYTZ_FIRST_BATCH 1024
 /*
@@ -242,6 +244,7 @@ typedef struct EytzJoinState
 	EytzJoinShared *shared;
 	EytzMetaPageData share_meta;	/* leader: the generation it shares */
 	Size		share_bytes;	/* and the bytes of its image, or 0 */
+	double		import_ms;		/* worker: copying the shared image */
 	EytzJoinReport *worker_reports;
 	int			nworker_reports;
 } EytzJoinState;
@@ -631,8 +634,14 @@ fill_batch(EytzJoinState *st)
 		flags[FLAG_HAS_NULLS] = has_nulls;
 		st->nrows++;
 	}
-	/* grow geometrically up to the batch size */
-	st->next_batch = (uint32) Min((uint64) want * EYTZ_GROWTH, (uint64) eytz_batch_size);
+	/*
+	 * Grow geometrically up to the batch size; a parallel join's process
+	 * takes the batch size after its first batch: its share is small, and
+	 * the fewer of its matches a batch holds, the more heap blocks its
+	 * fetches visit (each block once per batch)
+	 */
+	st->next_batch = st->shared ? (uint32) eytz_batch_size :
+		(uint32) Min((uint64) want * EYTZ_GROWTH, (uint64) eytz_batch_size);
 	if (st->nrows > 0)
 		st->nbatches++;
 
@@ -1264,9 +1273,11 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * Parallel join (a partial path under Gather): the outer scan divides the
  * work and each process pins its own view of the index.  Shared memory
  * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
- * leader has the index's image cached, a copy of it that each worker copies
- * into its own cache (a memcpy, where a load reads and checks every page of
- * the index).
+ * leader has the index's image cached and the workers search images (no
+ * service answers them), a copy of it that each worker copies into its own
+ * cache (a memcpy, where a load reads and checks every page of the index;
+ * searched in place, the shared memory's small pages would make every
+ * level a TLB miss: eytz_image_import).
  */
 static Size
 reports_size(int nworkers)
@@ -1282,8 +1293,12 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 
 	eytz_read_meta(st->index, &st->share_meta);
 	st->share_bytes = 0;
-	/* the shared copy holds keys and TIDs: a covering index's workers load theirs */
+	/*
+	 * The shared copy holds keys and TIDs: a covering index's workers load
+	 * theirs.  Workers that the service answers need none.
+	 */
 	if (IndexRelationGetNumberOfAttributes(st->index) == 1 &&
+		!(eytz_device_mode != EYTZ_DEVICE_CPU && eytz_service_ready(NULL)) &&
 		eytz_image_resident(st->index, st->share_meta.generation))
 		st->share_bytes = eytz_image_shared_size(&st->share_meta);
 	return add_size(reports_size(pcxt->nworkers), st->share_bytes);
@@ -1321,8 +1336,17 @@ eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 
 	st->shared = (EytzJoinShared *) coordinate;
 	if (st->shared->has_image)
+	{
+		instr_time	t0,
+					t1;
+
+		INSTR_TIME_SET_CURRENT(t0);
 		eytz_image_import(st->index, &st->shared->image_meta,
 						  (char *) st->shared + st->shared->image_offset);
+		INSTR_TIME_SET_CURRENT(t1);
+		INSTR_TIME_SUBTRACT(t1, t0);
+		st->import_ms = INSTR_TIME_GET_MILLISEC(t1);
+	}
 }
 
 /*
@@ -1346,6 +1370,9 @@ eytz_join_shutdown(CustomScanState *node)
 			return;
 		r = &st->shared->reports[ParallelWorkerNumber];
 		report_add(st, r);
+		/* the worker's copy of the shared image is part of pinning its view */
+		r->acquire_ms += st->import_ms;
+		st->import_ms = 0;
 		pg_write_barrier();
 		r->done = true;
 		return;

@@ -56,6 +56,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/inval.h"
@@ -425,7 +426,18 @@ choose_view(EytzLookup *lk, double nkeys)
 				per_key;
 
 	eytz_read_meta(lk->index, &meta);
-	if (eytz_device_mode != EYTZ_DEVICE_CPU)
+	if (eytz_device_mode != EYTZ_DEVICE_CPU && !service && IsParallelWorker())
+	{
+		/*
+		 * A CUDA context and an upload of its own cost a worker 150-200 ms
+		 * (H100, 20M keys), more than its share of a join gains from the
+		 * GPU: without the service it searches the image the leader shares
+		 * (eytz_lookup_plan_cost costs it so)
+		 */
+		if (lk->stats.cpu_reason == NULL)
+			lk->stats.cpu_reason = "a parallel worker uses the GPU only through the eytzgpu service";
+	}
+	else if (eytz_device_mode != EYTZ_DEVICE_CPU)
 	{
 		char	   *why = NULL;
 
@@ -698,11 +710,12 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		bool		staged = false;
 		char	   *why = NULL;
 
-		/* the service returns no included values: those matches read the heap */
 		if (!(lk->svc ?
 			  eytz_service_lookup_join(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
 									   lk->next, max - *n, lk->out + *n,
-									   &nout, &done, &kms, &tms, &why) :
+									   &nout, &done, &kms, &tms,
+									   lk->want ? &lk->stage : NULL, *n, &staged,
+									   &why) :
 			  eytz_device_lookup_join(lk->gpu, lk->lo, lk->hi, lk->rows, lk->nq,
 									  lk->next, max - *n, lk->out + *n,
 									  &nout, &done, &kms, &tms,
@@ -855,6 +868,8 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 			lk->chunk_ndead = Min(lk->chunk_ndead, lk->image->img.meta.ndead);
 		if (lk->gpu)
 			lk->chunk_ndead = Min(lk->chunk_ndead, eytz_device_ndead(lk->gpu));
+		if (lk->svc)
+			lk->chunk_ndead = Min(lk->chunk_ndead, eytz_service_ndead(lk->svc));
 	}
 	INSTR_TIME_SET_CURRENT(t2);
 	INSTR_TIME_SUBTRACT(t2, t1);

@@ -124,8 +124,8 @@ extern void eytz_lookup_end(EytzLookup *lk);
  * For the planner: the cost of pinning a view of indexoid for a scan that
  * will submit about nkeys keys (0 when what it needs is resident), and the
  * cost of one key's search on the device that would answer.  With
- * fresh_backend (a parallel worker's scan) only this backend's image
- * counts, which the leader shares with its workers.
+ * fresh_backend (a parallel worker's scan) nothing of this backend's
+ * counts, and the GPU only through the eytzgpu service.
  */
 extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 								  Cost *startup_cost, Cost *per_key_cost);

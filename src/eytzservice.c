@@ -61,6 +61,7 @@ struct EytzServiceView
 	int			slot;			/* -1 once released */
 	uint32		incarnation;
 	bool		gpu;
+	uint64		ndead;			/* of the copy it pins */
 };
 
 static const struct config_enum_entry service_device_options[] = {
@@ -354,8 +355,42 @@ svc_call(EytzServiceView *v, char **why)
 }
 
 /*
- * Stream the layout of v's generation to the worker through the slot's
- * window and pin it.  ST_BUSY when another backend is streaming it now.
+ * Stream included column c of v's generation (read into cxt) to the
+ * worker: values and NULL bits of a multiple of 8 entries per piece
+ */
+static bool
+svc_load_column(EytzServiceView *v, MemoryContext cxt, int c, char **why)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	char	   *window = eytz_svc_window(v->slot);
+	const EytzMetaPageData *meta = &v->meta;
+	int			width = s->inc.width[c];
+	uint64		per_call = (eytz_svc->slot_bytes * 8 / (8 * width + 1)) & ~UINT64CONST(7);
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	char	   *values = MemoryContextAllocHuge(cxt, meta->nentries * width);
+	uint8	   *nulls = MemoryContextAllocHuge(cxt, (meta->nentries + 7) / 8);
+	uint64		pos;
+
+	eytz_region_load_include(v->index, meta, &s->inc, strategy, c, values, nulls);
+	FreeAccessStrategy(strategy);
+	for (pos = 0; pos < meta->nentries; pos += s->count)
+	{
+		s->op = OP_LOAD_COLUMN;
+		s->column = c;
+		s->offset = pos;
+		s->count = Min(per_call, meta->nentries - pos);
+		memcpy(window, values + pos * width, s->count * width);
+		memcpy(window + s->count * width, nulls + pos / 8, (s->count + 7) / 8);
+		if (!svc_call(v, why))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Stream the layout of v's generation (keys, TIDs, included columns) to
+ * the worker through the slot's window and pin it.  ST_BUSY when another
+ * backend is streaming it now.
  */
 static EytzSvcStatus
 svc_load(EytzServiceView *v, char **why)
@@ -371,10 +406,12 @@ svc_load(EytzServiceView *v, char **why)
 	char	   *keys = NULL;
 	uint64	   *tids = NULL;
 	uint64		pos;
+	int			c;
 
 	s->op = OP_LOAD_BEGIN;
 	s->meta = *meta;
 	namestrcpy(&s->name, RelationGetRelationName(v->index));
+	eytz_include_get(v->index, &s->inc);
 	if (!svc_call(v, why))
 		return ST_FAILED;
 	if (s->status != ST_OK)
@@ -406,6 +443,16 @@ svc_load(EytzServiceView *v, char **why)
 			MemoryContextDelete(cxt);
 			return ST_FAILED;
 		}
+	}
+	MemoryContextReset(cxt);
+	for (c = 0; c < s->inc.ncols && meta->nentries > 0; c++)
+	{
+		if (!svc_load_column(v, cxt, c, why))
+		{
+			MemoryContextDelete(cxt);
+			return ST_FAILED;
+		}
+		MemoryContextReset(cxt);
 	}
 	MemoryContextDelete(cxt);
 	s->op = OP_LOAD_END;
@@ -460,6 +507,15 @@ eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
 	PG_TRY();
 	{
 		ok = svc_pin_slot(v, why);
+		if (ok)
+		{
+			int			r;
+
+			LWLockAcquire(eytz_svc->lock, LW_SHARED);
+			r = eytz_svc->slots[v->slot].resident;
+			v->ndead = r >= 0 ? eytz_svc->resident[r].ndead : 0;
+			LWLockRelease(eytz_svc->lock);
+		}
 	}
 	PG_CATCH();
 	{
@@ -482,15 +538,39 @@ eytz_service_device_name(const EytzServiceView *v)
 	return v->gpu ? "gpu (service)" : "cpu (service)";
 }
 
+uint64
+eytz_service_ndead(const EytzServiceView *v)
+{
+	return v->ndead;
+}
+
+/* The staged keys and values of a lookup's n matches into stage from "from" */
+static void
+svc_stage(EytzSvcSlot *s, char *answer, uint32 n, EytzStage *stage, uint32 from)
+{
+	int			j;
+
+	memset(stage->have + from, true, n * sizeof(bool));
+	memcpy(stage->keys + from, eytz_svc_keys(answer, s->max), n * sizeof(uint64));
+	for (j = 0; j < s->ncols; j++)
+	{
+		memcpy(stage->values[j] + from, eytz_svc_values(answer, s->max, j), n * sizeof(Datum));
+		memcpy(stage->isnull[j] + from, eytz_svc_isnull(answer, s->max, s->ncols, j),
+			   n * sizeof(bool));
+	}
+}
+
 bool
 eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
 						 const uint32 *rows, uint32 nq, uint32 first,
 						 uint32 max, EytzMatch *out, uint32 *nout,
 						 uint32 *nq_done, double *kernel_ms,
-						 double *transfer_ms, char **why)
+						 double *transfer_ms, EytzStage *stage,
+						 uint32 stage_from, bool *staged, char **why)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
 	char	   *window = eytz_svc_window(v->slot);
+	char	   *answer;
 	Size		bytes = eytz_svc->slot_bytes;
 	uint32		q = nq - first;
 	uint32		m;
@@ -501,11 +581,14 @@ eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
 	*nq_done = 0;
 	*kernel_ms = 0;
 	*transfer_ms = 0;
+	*staged = false;
 	if (first >= nq)
 		return true;
 	/* half the window for queries at most, the rest for matches */
 	q = Min(q, (uint32) (bytes / 2 / EYTZ_SVC_QUERY_BYTES));
-	m = Min(max, (uint32) ((bytes - eytz_svc_out_offset(q)) / sizeof(EytzMatch)));
+	m = Min(max, (uint32) ((bytes - eytz_svc_out_offset(q)) /
+						   eytz_svc_match_bytes(stage != NULL,
+												stage ? stage->ncols : 0)));
 	for (i = 0; i < q && points; i++)
 		points = lo[first + i] == hi[first + i];
 	memcpy(window, lo + first, q * sizeof(uint64));
@@ -516,9 +599,22 @@ eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
 	s->nq = q;
 	s->max = m;
 	s->points = points;
+	s->want = stage != NULL;
+	s->ncols = stage ? stage->ncols : 0;
+	if (stage)
+		memcpy(s->cols, stage->cols, sizeof(s->cols));
 	if (!svc_call(v, why))
 		return false;
-	memcpy(out, window + eytz_svc_out_offset(q), s->nout * sizeof(EytzMatch));
+	answer = window + eytz_svc_out_offset(q);
+	memcpy(out, answer, s->nout * sizeof(EytzMatch));
+	/* a match's "unused" is its staged position in the answer */
+	*staged = s->staged;
+	if (s->staged)
+	{
+		for (i = 0; i < s->nout; i++)
+			out[i].unused += stage_from;
+		svc_stage(s, answer, s->nout, stage, stage_from);
+	}
 	*nout = s->nout;
 	*nq_done = s->nq_done;
 	*kernel_ms = s->kernel_ms;

@@ -25,6 +25,7 @@
 #define EYTZSERVICE_H
 
 #include "eytzgpu.h"
+#include "eytzinclude.h"
 #include "eytzmatch.h"
 
 /* eytzgpu.service_device */
@@ -72,15 +73,26 @@ extern const char *eytz_service_device_name(const EytzServiceView *v);
 /*
  * eytz_device_lookup_join's contract (eytzdevice.h) through the service:
  * the matches of the longest prefix of queries first..nq-1 that fits in max
- * (and in the slot's window), sorted by (tid, row), tombstones dropped.
- * false with *why when the service failed or stopped: nothing returned.
+ * (and in the slot's window), sorted by (tid, row), tombstones dropped;
+ * with a stage (else NULL), each match's key and asked-for included values
+ * at stage positions stage_from + j (the match's "unused" says which j)
+ * and *staged says so (false: the copy has no values to give).  false with
+ * *why when the service failed or stopped: nothing returned.
  */
 extern bool eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo,
 									 const uint64 *hi, const uint32 *rows,
 									 uint32 nq, uint32 first, uint32 max,
 									 EytzMatch *out, uint32 *nout,
 									 uint32 *nq_done, double *kernel_ms,
-									 double *transfer_ms, char **why);
+									 double *transfer_ms, EytzStage *stage,
+									 uint32 stage_from, bool *staged,
+									 char **why);
+
+/*
+ * The tombstones the layout of the view's copy counted (meta.ndead when it
+ * was streamed): the copy lacks those VACUUM made since
+ */
+extern uint64 eytz_service_ndead(const EytzServiceView *v);
 
 /* Free the view's slot (also on error); the view is not used afterwards */
 extern void eytz_service_release(EytzServiceView *v);
@@ -121,6 +133,7 @@ typedef struct EytzSvcResident
 	bool		used;
 	EytzSvcKey	key;
 	NameData	name;			/* the index's name when it was loaded */
+	uint64		ndead;			/* its layout's tombstones then */
 	uint64		bytes;
 	uint64		hits;			/* lookup requests answered */
 	uint64		last_used;		/* the LRU clock */
@@ -141,6 +154,8 @@ typedef enum EytzSvcOp
 {
 	OP_LOAD_BEGIN,				/* meta, name: make room, expect the layout */
 	OP_LOAD_DATA,				/* entries [offset, offset + count) */
+	OP_LOAD_COLUMN,				/* included column's values and NULL bits,
+								 * the same (offset a multiple of 8) */
 	OP_LOAD_END,				/* make it resident and pin it */
 	OP_LOOKUP					/* nq queries, at most max matches */
 } EytzSvcOp;
@@ -168,16 +183,22 @@ typedef struct EytzSvcSlot
 	EytzSvcOp	op;
 	EytzMetaPageData meta;		/* LOAD_BEGIN */
 	NameData	name;
-	uint64		offset;			/* LOAD_DATA */
+	EytzInclude inc;
+	uint64		offset;			/* LOAD_DATA, LOAD_COLUMN */
 	uint64		count;
+	int			column;			/* LOAD_COLUMN */
 	uint32		nq;				/* LOOKUP */
 	uint32		max;
 	bool		points;
+	bool		want;			/* the matches' keys and values of cols */
+	int			ncols;
+	int			cols[EYTZ_MAX_INCLUDE];
 
 	/* the answer */
 	EytzSvcStatus status;
 	uint32		nout;
 	uint32		nq_done;
+	bool		staged;			/* LOOKUP with want: the values follow */
 	float		kernel_ms;
 	float		transfer_ms;
 	char		why[256];
@@ -224,6 +245,38 @@ static inline Size
 eytz_svc_out_offset(uint32 nq)
 {
 	return TYPEALIGN(sizeof(EytzMatch), (Size) nq * EYTZ_SVC_QUERY_BYTES);
+}
+
+/*
+ * With the matches' values (want), after max matches: their keys (uint64),
+ * then per asked column its values (Datum), then per column the NULL flags
+ * (bool), each array max long.  The bytes one match takes.
+ */
+static inline Size
+eytz_svc_match_bytes(bool want, int ncols)
+{
+	return sizeof(EytzMatch) +
+		(want ? sizeof(uint64) + (Size) ncols * (sizeof(Datum) + sizeof(bool)) : 0);
+}
+
+/* Where the keys, values of column j and NULL flags of column j lie */
+static inline uint64 *
+eytz_svc_keys(char *out, uint32 max)
+{
+	return (uint64 *) (out + (Size) max * sizeof(EytzMatch));
+}
+
+static inline Datum *
+eytz_svc_values(char *out, uint32 max, int j)
+{
+	return (Datum *) (out + (Size) max * (sizeof(EytzMatch) + sizeof(uint64) +
+										  (Size) j * sizeof(Datum)));
+}
+
+static inline bool *
+eytz_svc_isnull(char *out, uint32 max, int ncols, int j)
+{
+	return (bool *) eytz_svc_values(out, max, ncols) + (Size) j * max;
 }
 
 /* The worker's entry point (bgw_function_name) */

@@ -44,8 +44,10 @@
 /* The worker's side of resident copy i */
 typedef struct SvcCopy
 {
-	EytzLayoutImage img;		/* CPU: the layout */
+	EytzImage	image;			/* CPU: the layout and included columns */
 	void	   *gpu;			/* GPU: the library's handle */
+	int			key_column;		/* GPU: the keys' attached column, or -1 */
+	uint32		mask;			/* GPU: the columns join batches return */
 } SvcCopy;
 
 /* A layout being streamed in through slot i */
@@ -56,8 +58,12 @@ typedef struct SvcLoad
 	EytzSvcKey	key;
 	EytzMetaPageData meta;
 	uint64		reserved;		/* bytes counted against the limit */
+	MemoryContext cxt;			/* holds the arrays */
+	EytzInclude inc;
 	char	   *keys;
 	uint64	   *tids;
+	char	   *values[EYTZ_MAX_INCLUDE];
+	uint8	   *nulls[EYTZ_MAX_INCLUDE];
 } SvcLoad;
 
 static SvcCopy copies[EYTZ_SVC_MAX_RESIDENT];
@@ -66,10 +72,14 @@ static uint64 loading_bytes;
 static MemoryContext svc_cxt;
 static bool gpu_broken = false;
 
-/* CPU answers: the queries in batch order, and the matches' sort scratch */
+/*
+ * CPU answers: the queries in batch order, the matches' sort scratch, and
+ * the "have" flags of a stage (every match of an image has its values)
+ */
 static EytzMatch *cpu_order;
 static uint32 cpu_order_cap;
 static EytzMatch *cpu_scratch;
+static bool *cpu_have;
 static uint32 cpu_scratch_cap;
 
 #ifdef EYTZ_HAVE_CUDA
@@ -96,8 +106,12 @@ gpu_name(char *detail, size_t len)
 		strlcpy(detail, info.name, len);
 }
 
+/*
+ * Upload the streamed layout, with its included columns and (when an
+ * index has some, as eytzdevice.c does) the keys again as a column
+ */
 static bool
-gpu_upload(SvcLoad *ld, void **handle, uint64 *bytes, char *why)
+gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
 {
 	EytzGpuIndex *h = NULL;
 	char		errbuf[256] = "";
@@ -110,20 +124,69 @@ gpu_upload(SvcLoad *ld, void **handle, uint64 *bytes, char *why)
 		gpu_why(why, "GPU upload", rc, errbuf);
 		return false;
 	}
-	*handle = h;
+	copy->key_column = -1;
+	if (ld->inc.ncols > 0 && ld->inc.ncols < EYTZGPU_MAX_COLUMNS && ld->meta.nentries > 0)
+	{
+		const void *cols[EYTZGPU_MAX_COLUMNS];
+		const uint8_t *colnulls[EYTZGPU_MAX_COLUMNS];
+		int			widths[EYTZGPU_MAX_COLUMNS];
+		int			c;
+
+		for (c = 0; c < ld->inc.ncols; c++)
+		{
+			cols[c] = ld->values[c];
+			colnulls[c] = ld->nulls[c];
+			widths[c] = ld->inc.width[c];
+		}
+		cols[c] = ld->keys;
+		colnulls[c] = NULL;
+		widths[c] = ld->meta.key_width;
+		rc = eytzgpu_attach_columns(h, c + 1, widths, cols, colnulls, bytes,
+									errbuf, sizeof(errbuf));
+		if (rc != EYTZGPU_OK)
+		{
+			gpu_why(why, "GPU upload of the included columns", rc, errbuf);
+			eytzgpu_free(h);
+			return false;
+		}
+		copy->key_column = c;
+	}
+	copy->gpu = h;
 	return true;
 }
 
+/*
+ * The matches (sorted by the GPU), and with s->want the keys and values
+ * the GPU gathered for them, in match order
+ */
 static bool
-gpu_lookup(void *handle, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
+gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		   const uint32 *rows, EytzMatch *out)
 {
 	EytzGpuJoinResult res;
 	char		errbuf[256] = "";
+	uint32		mask = 0;
 	uint64		j;
-	int			rc;
+	int			c,
+				rc;
 
-	rc = eytzgpu_lookup_join(handle, lo, hi, rows, s->nq, s->max, 0, &res,
+	if (s->want && copy->key_column >= 0)
+	{
+		mask = 1U << copy->key_column;
+		for (c = 0; c < s->ncols; c++)
+			mask |= 1U << s->cols[c];
+	}
+	if (mask != copy->mask)
+	{
+		rc = eytzgpu_join_columns(copy->gpu, mask, errbuf, sizeof(errbuf));
+		if (rc != EYTZGPU_OK)
+		{
+			gpu_why(s->why, "GPU column selection", rc, errbuf);
+			return false;
+		}
+		copy->mask = mask;
+	}
+	rc = eytzgpu_lookup_join(copy->gpu, lo, hi, rows, s->nq, s->max, 0, &res,
 							 errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
@@ -134,7 +197,32 @@ gpu_lookup(void *handle, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	{
 		out[j].tid = res.payloads[j];
 		out[j].row = res.rows[j];
-		out[j].unused = 0;
+		out[j].unused = (uint32) j;
+	}
+	if (mask != 0)
+	{
+		const char *keys = res.columns[copy->key_column];
+		uint64	   *skeys = eytz_svc_keys((char *) out, s->max);
+		const EytzInclude *inc = &copy->image.inc;
+
+		for (j = 0; j < res.nmatch; j++)
+			skeys[j] = eytz_key_at(keys, copy->image.img.meta.key_width, j);
+		for (c = 0; c < s->ncols; c++)
+		{
+			int			width = inc->width[s->cols[c]];
+			const char *vals = res.columns[s->cols[c]];
+			const uint8_t *nulls = res.column_nulls[s->cols[c]];
+			Datum	   *values = eytz_svc_values((char *) out, s->max, c);
+			bool	   *isnull = eytz_svc_isnull((char *) out, s->max, s->ncols, c);
+
+			for (j = 0; j < res.nmatch; j++)
+			{
+				isnull[j] = nulls[j] != 0;
+				values[j] = isnull[j] ? (Datum) 0 :
+					eytz_include_fetch(vals + j * width, width);
+			}
+		}
+		s->staged = true;
 	}
 	s->nout = (uint32) res.nmatch;
 	s->nq_done = (uint32) res.nq_done;
@@ -157,14 +245,14 @@ gpu_name(char *detail, size_t len)
 }
 
 static bool
-gpu_upload(SvcLoad *ld, void **handle, uint64 *bytes, char *why)
+gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
 {
 	strlcpy(why, "eytzgpu was built without CUDA", sizeof(((EytzSvcSlot *) NULL)->why));
 	return false;
 }
 
 static bool
-gpu_lookup(void *handle, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
+gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		   const uint32 *rows, EytzMatch *out)
 {
 	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
@@ -205,10 +293,8 @@ drop_copy(int r)
 	LWLockRelease(eytz_svc->lock);
 	if (copies[r].gpu)
 		gpu_free(copies[r].gpu);
-	if (copies[r].img.keys)
-		pfree(copies[r].img.keys);
-	if (copies[r].img.tids)
-		pfree(copies[r].img.tids);
+	if (copies[r].image.cxt)
+		MemoryContextDelete(copies[r].image.cxt);
 	memset(&copies[r], 0, sizeof(SvcCopy));
 }
 
@@ -255,27 +341,33 @@ drop_load(int i)
 
 	if (!ld->active)
 		return;
-	if (ld->keys)
-		pfree(ld->keys);
-	if (ld->tids)
-		pfree(ld->tids);
+	if (ld->cxt)
+		MemoryContextDelete(ld->cxt);
 	loading_bytes -= ld->reserved;
 	memset(ld, 0, sizeof(SvcLoad));
 }
 
-/* What a copy of meta's layout takes: keys and TIDs, twice on the GPU */
+/*
+ * What a copy of meta's layout takes: keys and TIDs (twice on the GPU),
+ * included values and NULL bits (on the GPU the keys again as a column)
+ */
 static uint64
-copy_estimate(const EytzMetaPageData *meta)
+copy_estimate(const EytzMetaPageData *meta, const EytzInclude *inc)
 {
 	uint64		bytes = meta->nentries * (meta->key_width + sizeof(uint64));
+	int			c;
 
-	return eytz_svc->state == SVC_GPU ? bytes * 2 : bytes;
+	if (eytz_svc->state == SVC_GPU)
+		bytes = bytes * 2 + (inc->ncols > 0 ? meta->nentries * meta->key_width : 0);
+	for (c = 0; c < inc->ncols; c++)
+		bytes += meta->nentries * inc->width[c] + (meta->nentries + 7) / 8;
+	return bytes;
 }
 
 static void *
-alloc_or_null(uint64 bytes)
+alloc_or_null(MemoryContext cxt, uint64 bytes)
 {
-	return MemoryContextAllocExtended(svc_cxt, Max(bytes, 1),
+	return MemoryContextAllocExtended(cxt, Max(bytes, 1),
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 }
 
@@ -283,7 +375,8 @@ static EytzSvcStatus
 load_begin(int i, EytzSvcSlot *s)
 {
 	SvcLoad    *ld = &loads[i];
-	uint64		need = copy_estimate(&s->meta);
+	uint64		need = copy_estimate(&s->meta, &s->inc);
+	bool		ok;
 	int			r,
 				j;
 
@@ -310,15 +403,24 @@ load_begin(int i, EytzSvcSlot *s)
 				 eytz_svc->state == SVC_GPU ? "GPU" : "service");
 		return ST_FAILED;
 	}
-	ld->keys = alloc_or_null(s->meta.nentries * s->meta.key_width);
-	ld->tids = alloc_or_null(s->meta.nentries * sizeof(uint64));
+	ld->cxt = AllocSetContextCreate(svc_cxt, "eytzgpu service copy", ALLOCSET_SMALL_SIZES);
+	ld->keys = alloc_or_null(ld->cxt, s->meta.nentries * s->meta.key_width);
+	ld->tids = alloc_or_null(ld->cxt, s->meta.nentries * sizeof(uint64));
+	ok = ld->keys != NULL && ld->tids != NULL;
+	for (j = 0; j < s->inc.ncols && ok; j++)
+	{
+		ld->values[j] = alloc_or_null(ld->cxt, s->meta.nentries * s->inc.width[j]);
+		ld->nulls[j] = alloc_or_null(ld->cxt, (s->meta.nentries + 7) / 8);
+		ok = ld->values[j] != NULL && ld->nulls[j] != NULL;
+	}
 	ld->active = true;
 	ld->serial = s->serial;
 	ld->key = s->key;
 	ld->meta = s->meta;
+	ld->inc = s->inc;
 	ld->reserved = need;
 	loading_bytes += need;
-	if (ld->keys == NULL || ld->tids == NULL)
+	if (!ok)
 	{
 		drop_load(i);
 		snprintf(s->why, sizeof(s->why), "the eytzgpu service is out of memory");
@@ -340,6 +442,25 @@ load_data(int i, EytzSvcSlot *s, const char *window)
 	}
 	memcpy(ld->keys + s->offset * kw, window, s->count * kw);
 	memcpy(ld->tids + s->offset, window + s->count * kw, s->count * sizeof(uint64));
+	return ST_OK;
+}
+
+static EytzSvcStatus
+load_column(int i, EytzSvcSlot *s, const char *window)
+{
+	SvcLoad    *ld = &loads[i];
+	int			c = s->column;
+	int			width;
+
+	if (!ld->active || ld->serial != s->serial || c < 0 || c >= ld->inc.ncols ||
+		s->offset % 8 != 0 || s->offset + s->count > ld->meta.nentries)
+	{
+		snprintf(s->why, sizeof(s->why), "the eytzgpu service lost an upload");
+		return ST_FAILED;
+	}
+	width = ld->inc.width[c];
+	memcpy(ld->values[c] + s->offset * width, window, s->count * width);
+	memcpy(ld->nulls[c] + s->offset / 8, window + s->count * width, (s->count + 7) / 8);
 	return ST_OK;
 }
 
@@ -377,9 +498,11 @@ load_end(int i, EytzSvcSlot *s)
 		return ST_FAILED;
 	}
 	memset(&copy, 0, sizeof(copy));
+	copy.image.img.meta = ld->meta;
+	copy.image.inc = ld->inc;
 	if (eytz_svc->state == SVC_GPU)
 	{
-		if (!gpu_upload(ld, &copy.gpu, &bytes, s->why))
+		if (!gpu_upload(ld, &copy, &bytes, s->why))
 		{
 			drop_load(i);
 			return ST_FAILED;
@@ -389,12 +512,13 @@ load_end(int i, EytzSvcSlot *s)
 	else
 	{
 		/* the streamed arrays are the image */
-		copy.img.meta = ld->meta;
-		copy.img.keys = ld->keys;
-		copy.img.tids = ld->tids;
+		copy.image.cxt = ld->cxt;
+		copy.image.img.keys = ld->keys;
+		copy.image.img.tids = ld->tids;
+		memcpy(copy.image.values, ld->values, sizeof(ld->values));
+		memcpy(copy.image.nulls, ld->nulls, sizeof(ld->nulls));
 		bytes = ld->reserved;
-		ld->keys = NULL;
-		ld->tids = NULL;
+		ld->cxt = NULL;
 		drop_load(i);
 	}
 	copies[r] = copy;
@@ -402,6 +526,7 @@ load_end(int i, EytzSvcSlot *s)
 	eytz_svc->resident[r].used = true;
 	eytz_svc->resident[r].key = s->key;
 	eytz_svc->resident[r].name = s->name;
+	eytz_svc->resident[r].ndead = copy.image.img.meta.ndead;
 	eytz_svc->resident[r].bytes = bytes;
 	eytz_svc->resident[r].hits = 0;
 	eytz_svc->resident[r].last_used = ++eytz_svc->clock;
@@ -435,9 +560,10 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 {
 	FormData_pg_class cls;
 	RelationData rel;
-	EytzImage	image;
+	EytzStage	stage;
 	uint32		n = 0;
 	uint32		i;
+	int			j;
 
 	if (cpu_order_cap < s->nq)
 	{
@@ -449,8 +575,12 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	if (cpu_scratch_cap < s->max)
 	{
 		if (cpu_scratch)
+		{
 			pfree(cpu_scratch);
+			pfree(cpu_have);
+		}
 		cpu_scratch = MemoryContextAllocHuge(svc_cxt, sizeof(EytzMatch) * (Size) s->max);
+		cpu_have = MemoryContextAllocHuge(svc_cxt, sizeof(bool) * (Size) s->max);
 		cpu_scratch_cap = s->max;
 	}
 	for (i = 0; i < s->nq; i++)
@@ -464,11 +594,23 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	memset(&rel, 0, sizeof(rel));
 	namestrcpy(&cls.relname, NameStr(eytz_svc->resident[r].name));
 	rel.rd_rel = &cls;
-	/* a backend's image without included columns: the service returns none */
-	memset(&image, 0, sizeof(image));
-	image.img = copies[r].img;
-	s->nq_done = eytz_image_search(&rel, &image, cpu_order, 0, s->nq, hi,
-								   s->max, out, &n, NULL);
+	/* the values go to the window at the matches' positions as found */
+	if (s->want)
+	{
+		memset(&stage, 0, sizeof(stage));
+		stage.ncols = s->ncols;
+		stage.have = cpu_have;
+		stage.keys = eytz_svc_keys((char *) out, s->max);
+		for (j = 0; j < s->ncols; j++)
+		{
+			stage.cols[j] = s->cols[j];
+			stage.values[j] = eytz_svc_values((char *) out, s->max, j);
+			stage.isnull[j] = eytz_svc_isnull((char *) out, s->max, s->ncols, j);
+		}
+	}
+	s->nq_done = eytz_image_search(&rel, &copies[r].image, cpu_order, 0, s->nq, hi,
+								   s->max, out, &n, s->want ? &stage : NULL);
+	s->staged = s->want;
 	s->nout = eytz_match_sort(out, n, cpu_scratch, false);
 	s->kernel_ms = 0;
 	s->transfer_ms = 0;
@@ -484,6 +626,7 @@ lookup(EytzSvcSlot *s, char *window)
 	const uint32 *rows = (const uint32 *) (lo + 2 * (Size) s->nq);
 	EytzMatch  *out = (EytzMatch *) (window + eytz_svc_out_offset(s->nq));
 	bool		ok;
+	int			j;
 
 	if (r < 0 || !eytz_svc->resident[r].used ||
 		memcmp(&eytz_svc->resident[r].key, &s->key, sizeof(EytzSvcKey)) != 0)
@@ -491,8 +634,14 @@ lookup(EytzSvcSlot *s, char *window)
 		snprintf(s->why, sizeof(s->why), "the eytzgpu service does not hold this generation");
 		return ST_FAILED;
 	}
+	for (j = 0; j < s->ncols; j++)
+		if (s->cols[j] < 0 || s->cols[j] >= copies[r].image.inc.ncols)
+		{
+			snprintf(s->why, sizeof(s->why), "the eytzgpu service's copy has no included column %d", s->cols[j] + 1);
+			return ST_FAILED;
+		}
 	ok = eytz_svc->state == SVC_GPU ?
-		gpu_lookup(copies[r].gpu, s, lo, hi, rows, out) :
+		gpu_lookup(&copies[r], s, lo, hi, rows, out) :
 		cpu_lookup(r, s, lo, hi, rows, out);
 	if (!ok)
 		return ST_FAILED;
@@ -516,6 +665,7 @@ answer(int i)
 	s->why[0] = '\0';
 	s->nout = 0;
 	s->nq_done = 0;
+	s->staged = false;
 	PG_TRY();
 	{
 		switch (s->op)
@@ -525,6 +675,9 @@ answer(int i)
 				break;
 			case OP_LOAD_DATA:
 				status = load_data(i, s, window);
+				break;
+			case OP_LOAD_COLUMN:
+				status = load_column(i, s, window);
 				break;
 			case OP_LOAD_END:
 				status = load_end(i, s);
@@ -546,6 +699,7 @@ answer(int i)
 		FreeErrorData(edata);
 		s->nout = 0;
 		s->nq_done = 0;
+		s->staged = false;
 		status = ST_FAILED;
 	}
 	PG_END_TRY();

@@ -101,6 +101,58 @@ like(
 	'both indexes are resident, with bytes and hits');
 is(status('slots_in_use'), '0', 'no slot held between queries');
 
+# index-only joins through the service: its answers carry the included
+# values (int8, float8 with NULLs and extremes, bool, date), so that
+# all-visible heap pages are not read; pending entries, and entries whose
+# copy misses tombstones a VACUUM made since, read the heap
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE ti (id int8, k int4, f float8, b bool, d date);
+	INSERT INTO ti SELECT g, CASE WHEN random() < 0.02 THEN NULL ELSE (random() * 50000)::int4 END,
+		CASE WHEN random() < 0.1 THEN NULL ELSE random() * 1e6 END, random() < 0.5,
+		date '2000-01-01' + (random() * 10000)::int4 FROM generate_series(1, 100000) g;
+	INSERT INTO ti VALUES (100001, 2147483647, 'Infinity', NULL, NULL),
+		(100002, -2147483648, '-0', true, 'infinity'), (100003, 0, 'NaN', false, '-infinity');
+	CREATE INDEX ti_k ON ti USING eytzgpu (k) INCLUDE (id, f, b, d);
+	VACUUM ANALYZE ti;
+});
+my $qi = 'SELECT o.id AS oid, ti.id, ti.f, ti.b, ti.d FROM o JOIN ti ON ti.k = o.k';
+my $diffi = "SELECT count(*) FROM (($qi EXCEPT ALL SELECT * FROM expected_i)
+	UNION ALL (SELECT * FROM expected_i EXCEPT ALL $qi)) d";
+sub expect_i
+{
+	$node->safe_psql('postgres',
+		"DROP TABLE IF EXISTS expected_i; SET eytzgpu.enable_join = off; CREATE TABLE expected_i AS $qi");
+}
+expect_i();
+my $plan = $node->safe_psql('postgres',
+	"$force EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $qi");
+like($plan, qr/Index Only: true/, 'index-only join over the covering index');
+like($plan, qr/Device: $service_device/, 'asking the service');
+like($plan, qr/Heap Fetches: 0\n/, 'no heap fetch: the values came from the service');
+is($node->safe_psql('postgres', "$force $diffi"), '0', 'its answer is PostgreSQL\'s');
+# the parallel join: the leader and each worker through the service (no
+# image of their own), plain and index-only, against PostgreSQL's answer
+my $par = 'SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; '
+  . 'SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; ';
+$plan = $node->safe_psql('postgres',
+	"$force $par EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $qi");
+like($plan, qr/Workers Launched: 2.*Parallel Custom Scan \(EytzGPU Join\)/s, 'a parallel join');
+is(scalar(() = $plan =~ /Device: $service_device/g), 3, 'the leader and both workers ask the service');
+like($plan, qr/Heap Fetches: 0\n(.*\n)*.*Heap Fetches: 0\n(.*\n)*.*Heap Fetches: 0\n/, 'none reads the heap');
+is($node->safe_psql('postgres', "$force $par $diffi"), '0', 'the parallel index-only join is right');
+is($node->safe_psql('postgres', "$force $par $diff"), '0', 'and the plain one');
+is(status('slots_in_use'), '0', 'the workers freed their slots');
+# pending entries (their values come from the heap), then tombstones
+$node->safe_psql('postgres',
+	"INSERT INTO ti SELECT 200000 + g, (random() * 50000)::int4, random(), true, 'today' FROM generate_series(1, 3000) g; VACUUM ti"
+);
+expect_i();
+is($node->safe_psql('postgres', "$force $diffi"), '0', 'right with pending entries');
+$node->safe_psql('postgres', "DELETE FROM ti WHERE id % 7 = 0; VACUUM ti");
+expect_i();
+is($node->safe_psql('postgres', "$force $diffi"), '0', 'right after a VACUUM removed entries');
+
 # privileges: pg_monitor or superuser
 $node->safe_psql('postgres',
 	'CREATE ROLE nobody LOGIN; CREATE ROLE monitor LOGIN IN ROLE pg_monitor');
