@@ -165,8 +165,6 @@ gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 {
 	EytzGpuJoinResult res;
 	char		errbuf[256] = "";
-	bool		points,
-				ascending;
 	uint32		mask = 0;
 	uint64		j;
 	int			c,
@@ -188,11 +186,8 @@ gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		}
 		copy->mask = mask;
 	}
-	/* point batches take the point paths, ascending rows the cheaper sort */
-	eytz_device_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
-	rc = eytzgpu_lookup_join(copy->gpu, lo, points ? NULL : hi, rows, s->nq,
-							 s->max, ascending ? EYTZGPU_ROWS_ASCENDING : 0,
-							 &res, errbuf, sizeof(errbuf));
+	rc = eytzgpu_lookup_join(copy->gpu, lo, hi, rows, s->nq, s->max, 0, &res,
+							 errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
 		gpu_why(s->why, "GPU lookup", rc, errbuf);
