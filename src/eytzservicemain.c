@@ -889,6 +889,11 @@ eytz_service_main(Datum arg)
 		int			i;
 
 		ResetLatch(MyLatch);
+		/*
+		 * procsignal barriers (DROP DATABASE, ALTER TABLESPACE wait for
+		 * every process to absorb theirs) and the other interrupts
+		 */
+		CHECK_FOR_INTERRUPTS();
 		if (ShutdownRequestPending)
 			proc_exit(1);		/* restarted unless the server shuts down */
 		if (ConfigReloadPending)
@@ -901,6 +906,7 @@ eytz_service_main(Datum arg)
 		while (state != SVC_SLEEPING && (reclaim(), i = next_request()) >= 0)
 		{
 			finish(i, answer(i));
+			CHECK_FOR_INTERRUPTS();
 			if (gpu_broken)
 			{
 				ereport(LOG,

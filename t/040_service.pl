@@ -275,6 +275,30 @@ $node->poll_query_until('postgres',
 like(explain_join('t'), qr/Device: $service_device/, 'the new service answers');
 is($node->safe_psql('postgres', "$force $diff"), '0', 'and answers right');
 
+# DROP DATABASE waits until every process has absorbed its procsignal
+# barrier: the service too, also when it holds a copy of that database's
+# index (it never absorbed one, and DROP DATABASE waited forever)
+$node->safe_psql('postgres', 'CREATE DATABASE dropme');
+$node->safe_psql(
+	'dropme', q{
+	CREATE EXTENSION eytzgpu;
+	CREATE TABLE t AS SELECT g % 150000 AS k FROM generate_series(1, 200000) g;
+	CREATE INDEX t_k ON t USING eytzgpu (k);
+	CREATE TABLE o AS SELECT g * 5 AS k FROM generate_series(1, 30000) g;
+	ANALYZE t, o;
+});
+like(
+	$node->safe_psql('dropme',
+		"$force EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+		  . "SELECT count(*) FROM o JOIN t ON t.k = o.k"),
+	qr/Device: $service_device/,
+	'a join in another database asks the service');
+my ($drop_ret, $drop_out, $drop_err) =
+  $node->psql('postgres', 'DROP DATABASE dropme', timeout => 60);
+is($drop_ret, 0, 'DROP DATABASE does not wait for the service')
+  or diag($drop_err);
+is(status('state'), 'running', 'the service runs on');
+
 # kill -9: the postmaster's crash recovery, then everything works
 my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM t');
 $pid = status('pid');
