@@ -116,7 +116,7 @@ sql "INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g"
 sql "CREATE UNLOGGED TABLE outer_r (k int4)"
 sql "SELECT setseed(0.42); INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g"
 for t in inner_t outer_t range_t inner_r outer_r; do sql "VACUUM ANALYZE $t"; done
-echo "data loaded in $(echo "$(date +%s.%N) - $start" | bc) s"
+echo "data loaded in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 
 : >"$OUT/table.md"
 : >"$OUT/budget.md"
@@ -189,7 +189,8 @@ for set in friendly random; do
 	serial=$(grep -F "| $set: serial batched join " "$OUT/table.md" | tail -1 | awk -F'|' '{print $4}')
 	par=$(grep -F "| $set: parallel batched join " "$OUT/table.md" | tail -1 | awk -F'|' '{print $4}')
 	phash=$(grep -F "| $set: parallel hash join " "$OUT/table.md" | tail -1 | awk -F'|' '{print $4}')
-	echo "$set: parallel batched join $(echo "scale=2; $serial / $par" | bc)x the serial batched join, $(echo "scale=2; $phash / $par" | bc)x parallel hash join" |
+	# awk, not bc: the GPU machine has no bc
+	echo "$set: parallel batched join $(awk -v a="$serial" -v b="$par" 'BEGIN { printf "%.2f", a / b }')x the serial batched join, $(awk -v a="$phash" -v b="$par" 'BEGIN { printf "%.2f", a / b }')x parallel hash join" |
 		tee -a "$OUT/summary.txt"
 	# each process pins its own view: what that costs it once the leader
 	# holds the image (and shares it) after a first run
