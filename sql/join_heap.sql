@@ -98,17 +98,10 @@ DROP TABLE jh_tinner, jh_touter;
 -- outer keys share whole paths, inner keys repeat over several levels,
 -- ranges overlap, some keys miss
 SET eytzgpu.device = cpu;
-CREATE FUNCTION jh_device(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-		IF r."QUERY PLAN" ~ '^\s*Device: ' THEN
-			RETURN substring(r."QUERY PLAN" from 'Device: (.*)$');
-		END IF;
-	END LOOP;
-	RETURN 'no eytzgpu join';
-END $$;
+CREATE FUNCTION jh_device(q text) RETURNS text LANGUAGE sql AS $$
+	SELECT coalesce(max(substring(l from 'Device: (.*)$')), 'no eytzgpu join')
+	  FROM join_plan(q, true, 'Lookups') l
+$$;
 CREATE TABLE jh_dup (k int8, v int4);
 INSERT INTO jh_dup SELECT (g * 31) % 97, g FROM generate_series(1, 3000) g;
 INSERT INTO jh_dup SELECT g, -g FROM generate_series(-50, 400) g;

@@ -18,17 +18,9 @@ CREATE FUNCTION ji_fetches(q text) RETURNS text LANGUAGE sql AS $$
 $$;
 
 -- ji_index_only(q): does q's plan answer from the index?
-CREATE FUNCTION ji_index_only(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		IF r."QUERY PLAN" ~ '^\s*Index Only: true' THEN
-			RETURN true;
-		END IF;
-	END LOOP;
-	RETURN false;
-END $$;
+CREATE FUNCTION ji_index_only(q text) RETURNS boolean LANGUAGE sql AS $$
+	SELECT coalesce(bool_or(l ~ '^\s*Index Only: true'), false) FROM join_plan(q) l
+$$;
 
 SELECT setseed(0.2024);
 -- inner: keys with duplicates and extremes, every allowed type included,
