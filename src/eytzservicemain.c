@@ -27,6 +27,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "storage/procsignal.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -890,10 +891,12 @@ eytz_service_main(Datum arg)
 
 		ResetLatch(MyLatch);
 		/*
-		 * procsignal barriers (DROP DATABASE, ALTER TABLESPACE wait for
-		 * every process to absorb theirs) and the other interrupts
+		 * procsignal barriers: DROP DATABASE and ALTER TABLESPACE wait for
+		 * every process to absorb theirs (not CHECK_FOR_INTERRUPTS: a
+		 * pg_cancel_backend would then end the service with an ERROR)
 		 */
-		CHECK_FOR_INTERRUPTS();
+		if (ProcSignalBarrierPending)
+			ProcessProcSignalBarrier();
 		if (ShutdownRequestPending)
 			proc_exit(1);		/* restarted unless the server shuts down */
 		if (ConfigReloadPending)
@@ -906,7 +909,8 @@ eytz_service_main(Datum arg)
 		while (state != SVC_SLEEPING && (reclaim(), i = next_request()) >= 0)
 		{
 			finish(i, answer(i));
-			CHECK_FOR_INTERRUPTS();
+			if (ProcSignalBarrierPending)
+				ProcessProcSignalBarrier();
 			if (gpu_broken)
 			{
 				ereport(LOG,
