@@ -53,12 +53,10 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "eytzdevice.h"
 #include "eytzheap.h"
 #include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
-#include "eytzservice.h"
 
 #define EYTZ_FIRST_BATCH 1024
 /*
@@ -1298,7 +1296,7 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	 * theirs.  Workers that the service answers need none.
 	 */
 	if (IndexRelationGetNumberOfAttributes(st->index) == 1 &&
-		!(eytz_device_mode != EYTZ_DEVICE_CPU && eytz_service_ready(NULL)) &&
+		!eytz_lookup_service_answers() &&
 		eytz_image_resident(st->index, st->share_meta.generation))
 		st->share_bytes = eytz_image_shared_size(&st->share_meta);
 	return add_size(reports_size(pcxt->nworkers), st->share_bytes);

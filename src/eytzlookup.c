@@ -415,6 +415,12 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	MemoryContextSwitchTo(old);
 }
 
+bool
+eytz_lookup_service_answers(void)
+{
+	return eytz_device_mode != EYTZ_DEVICE_CPU && eytz_service_ready(NULL);
+}
+
 /* The view that nkeys keys call for, and whether the GPU may be one */
 static EytzViewKind
 choose_view(EytzLookup *lk, double nkeys)

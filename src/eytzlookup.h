@@ -121,6 +121,12 @@ extern bool eytz_lookup_chunk_current(EytzLookup *lk);
 extern void eytz_lookup_end(EytzLookup *lk);
 
 /*
+ * Does the GPU service answer this backend's (and its parallel workers')
+ * lookups now?  Then a parallel join's workers need no image of their own.
+ */
+extern bool eytz_lookup_service_answers(void);
+
+/*
  * For the planner: the cost of pinning a view of indexoid for a scan that
  * will submit about nkeys keys (0 when what it needs is resident), and the
  * cost of one key's search on the device that would answer.  With
