@@ -21,8 +21,8 @@
  *
  * The first batch is small and batches grow geometrically to the batch
  * size, as do the chunks to their work_mem share: a CustomScan
- * never learns a LIMIT above it.  The batch arrays grow with the batches,
- * a few times a scan, up to the largest batch work_mem allows.
+ * never learns a LIMIT above it.  The batch arrays are taken once, for
+ * the largest batch work_mem allows, from memory the backend reuses.
  *
  * Under Gather (the parallel join) each process runs this executor on its
  * share of the outer rows; the node's shared memory carries the leader's
@@ -197,16 +197,14 @@ typedef struct EytzJoinState
 	bool	   *from_index;		/* index-only: per match of the chunk */
 	const EytzChunkColumns *cols;	/* index-only: the chunk's values */
 
-	/* batch arrays, for alloc_rows rows; batches have at most cap rows */
+	/* batch arrays, for cap rows (the largest batch) */
 	uint32		cap;
-	uint32		alloc_rows;
 	uint32		chunk_cap;		/* the largest chunk */
 	uint32		next_chunk;		/* the next chunk: grows to chunk_cap */
 	Size		rows_mem;		/* the outer rows' share of work_mem */
 	Size		row_bytes;		/* array bytes per row */
 	char	   *rowmem;			/* the rows, row_stride bytes apart */
 	Size		row_stride;
-	char	   *rowmem_alloc;	/* rowmem, unaligned */
 	uint64	   *qlo;
 	uint64	   *qhi;
 	uint32	   *qrow;
@@ -437,20 +435,44 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
- * A chunk's bytes per match: the match, and for an index-only plan its
- * values as the lookup collects and sorts them (key, flag, the included
- * columns asked for) and whether the index answers it
+ * A chunk's bytes per match: the match and its sort scratch, and for an
+ * index-only plan its values as the lookup collects and sorts them (key,
+ * flag, the included columns asked for) and whether the index answers it
  */
 static Size
 chunk_match_bytes(EytzJoinState *st)
 {
-	Size		bytes = sizeof(EytzMatch);
+	Size		bytes = 2 * sizeof(EytzMatch);
 
 	if (st->index_only)
 		bytes += 2 * (sizeof(uint64) + sizeof(bool) +
 					  pg_popcount32(st->include_mask) * (sizeof(Datum) + sizeof(bool))) +
 			sizeof(bool);
 	return bytes;
+}
+
+/*
+ * The batch arrays for the largest batch (and the index-only plan's flags
+ * for the largest chunk), in one scratch array that the backend keeps from
+ * scan to scan: fresh memory costs a page fault per page touched (so does
+ * growing the arrays with the batches), and a short scan touches only the
+ * pages of its small first batches.
+ */
+static void
+alloc_batch_arrays(EytzJoinState *st)
+{
+	Size		rows = MAXALIGN(st->row_stride * st->cap);
+	Size		q = MAXALIGN((2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
+	Size		flags = st->index_only ? sizeof(bool) * (Size) st->chunk_cap : 0;
+	char	   *p = eytz_scratch_alloc(st->css.ss.ps.state->es_query_cxt,
+									   EYTZ_ROW_ALIGN + rows + q + flags);
+
+	st->rowmem = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, p);
+	p = st->rowmem + rows;
+	st->qlo = (uint64 *) p;
+	st->qhi = st->qlo + st->cap;
+	st->qrow = (uint32 *) (st->qhi + st->cap);
+	st->from_index = st->index_only ? (bool *) (p + q) : NULL;
 }
 
 /*
@@ -493,37 +515,8 @@ eytz_join_start(EytzJoinState *st)
 								 (Size) PG_INT32_MAX);
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
-	if (st->index_only)
-		st->from_index = MemoryContextAllocHuge(cxt, sizeof(bool) * st->chunk_cap);
+	alloc_batch_arrays(st);
 	st->started = true;
-}
-
-/*
- * Batch arrays for at least n rows.  They grow with the batches
- * (EYTZ_GROWTH a time, a few times a scan), not allocated for the largest
- * batch at once: a short scan would pay for zeroing memory it never uses.
- */
-static void
-ensure_rows(EytzJoinState *st, uint32 n)
-{
-	MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
-
-	if (n <= st->alloc_rows)
-		return;
-	if (st->alloc_rows > 0)
-	{
-		eytz_scratch_free(st->rowmem_alloc);
-		eytz_scratch_free(st->qlo);
-		eytz_scratch_free(st->qhi);
-		eytz_scratch_free(st->qrow);
-	}
-	/* kept from join to join: fresh memory costs a fault per page */
-	st->rowmem_alloc = eytz_scratch_alloc(cxt, st->row_stride * n + EYTZ_ROW_ALIGN);
-	st->rowmem = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, st->rowmem_alloc);
-	st->qlo = eytz_scratch_alloc(cxt, sizeof(uint64) * n);
-	st->qhi = eytz_scratch_alloc(cxt, sizeof(uint64) * n);
-	st->qrow = eytz_scratch_alloc(cxt, sizeof(uint32) * n);
-	st->alloc_rows = n;
 }
 
 /* Key range of one outer row from its key expressions; false: no match */
@@ -576,7 +569,6 @@ fill_batch(EytzJoinState *st)
 	uint32		want = Min(st->next_batch, st->cap);
 	Size		used = 0;
 
-	ensure_rows(st, want);
 	MemoryContextReset(st->batchcxt);
 	st->nrows = 0;
 	st->nq = 0;

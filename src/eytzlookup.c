@@ -827,13 +827,11 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 		return 0;
 	if (lk->cap < max)
 	{
+		/* one scratch array for both: fewer for the backend to keep */
 		if (lk->out)
-		{
 			eytz_scratch_free(lk->out);
-			eytz_scratch_free(lk->tmp);
-		}
-		lk->out = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max);
-		lk->tmp = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max);
+		lk->out = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max * 2);
+		lk->tmp = lk->out + max;
 		lk->cap = max;
 		if (lk->want)
 		{
@@ -954,8 +952,6 @@ eytz_lookup_end(EytzLookup *lk)
 		eytz_scratch_free(lk->order);
 	if (lk->out)
 		eytz_scratch_free(lk->out);
-	if (lk->tmp)
-		eytz_scratch_free(lk->tmp);
 	lk->order = lk->out = lk->tmp = NULL;
 	lk->order_cap = lk->cap = 0;
 	stage_free(&lk->stage);
