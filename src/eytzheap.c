@@ -13,18 +13,23 @@
  * methods are read one TID at a time through table_index_fetch_tuple().
  *
  * The blocks of a chunk are visited in order and each one's misses are
- * taken ahead of time: EYTZ_HEAP_AHEAD blocks past the current one are
- * pinned (the buffer mapping lookup is the one miss chain no prefetch can
- * shorten), the line pointers of their matches prefetched at once and, half
- * way, the tuple headers those line pointers name.  Reading a line pointer
- * without the content lock is only a guess at where a tuple will be: the
- * pin keeps tuples from moving, and a stale or torn value costs a useless
- * prefetch within the page, nothing else.  The visibility checks run under
- * the lock as before.
+ * taken ahead of time, without pins: for each of the EYTZ_HEAP_AHEAD blocks
+ * past the current one the buffer that holds it is found (the buffer
+ * mapping lookup, PrefetchBuffer, which also starts the read of a block
+ * not in shared buffers), its descriptor, page header and the line
+ * pointers of its matches prefetched and, half way, the tuple headers
+ * those line pointers name.  Reading an unpinned page is only a guess at
+ * where its tuples are: the buffer may be given to another page meanwhile,
+ * and a stale or torn value costs a useless prefetch within shared
+ * buffers, nothing else.  The current block alone is pinned (through the
+ * buffer found ahead: ReadRecentBuffer rechecks it), so that the backend's
+ * pins stay within its private refcount array; more than eight spill into
+ * a hash table that every pin and unpin then searches.  The visibility
+ * checks run under the content lock.
  *
- * Batches and chunks visit the same blocks again: a block read before in
- * the scan is pinned through the buffer it was read into when that still
- * holds it (ReadRecentBuffer), without the buffer mapping lookup.
+ * Batches and chunks visit the same blocks again: a block found before in
+ * the scan is looked for in the same buffer first, without the buffer
+ * mapping lookup.
  *
  * The TIDs come from an unpinned copy of the index, so a block may lie past
  * the table's end (VACUUM truncated it) and an offset past the page's line
@@ -35,6 +40,7 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "pgstat.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
@@ -44,12 +50,9 @@
 #include "eytzheap.h"
 
 /*
- * Blocks pinned ahead of the current one, and the distance at which their
- * tuple headers are prefetched.  A random block costs a chain of three or
- * four misses (mapping table, buffer descriptor, line pointer, tuple); at
- * 20M random rows on the 2-core development VM (about six matches per
- * block) 8 and 16 blocks ahead measured alike, 210 ns per match under
- * EXPLAIN ANALYZE, 32 280 and none ahead 283.
+ * Blocks prefetched ahead of the current one, and the distance at which
+ * their tuple headers are.  A random block costs a chain of three or four
+ * misses (mapping table, buffer descriptor, line pointer, tuple).
  */
 #define EYTZ_HEAP_AHEAD 16
 #define EYTZ_HEAP_HEADERS_AT (EYTZ_HEAP_AHEAD / 2)
@@ -58,11 +61,11 @@
 /* blocks whose last buffer is remembered (4 bytes each: 16 MB at most) */
 #define EYTZ_HEAP_RECENT_MAX (4 * 1024 * 1024)
 
-/* A block pinned ahead: its buffer and its matches in the chunk */
+/* A block ahead: the buffer that held it, and its matches in the chunk */
 typedef struct AheadBlock
 {
 	BlockNumber blk;
-	Buffer		buf;			/* InvalidBuffer: past the table's end */
+	Buffer		buf;			/* not pinned; InvalidBuffer: not known */
 	uint32		first;			/* its matches: chunk[first..end) */
 	uint32		end;
 	bool		headers;		/* tuple headers prefetched */
@@ -90,7 +93,7 @@ struct EytzHeapFetch
 	uint64		pages;			/* blocks read */
 	HeapTupleData tuple;		/* the header the slot points at */
 
-	/* the chunk of matches whose blocks are visited, and the pins ahead */
+	/* the chunk of matches whose blocks are visited, and the blocks ahead */
 	const EytzMatch *chunk;
 	uint32		nchunk;
 	uint32		scan;			/* chunk[scan..) not pinned ahead yet */
@@ -98,7 +101,7 @@ struct EytzHeapFetch
 	uint32		ahead_head;		/* ring of nahead entries */
 	uint32		nahead;
 
-	/* per block below nrecent: the buffer it was last read into, or 0 */
+	/* per block below nrecent: the buffer it was last found in, or 0 */
 	Buffer	   *recent;
 	BlockNumber nrecent;
 
@@ -141,10 +144,8 @@ block_exists(EytzHeapFetch *hf, BlockNumber blk)
 }
 
 /*
- * Pin block blk.  A block read before in this scan is looked for in the
- * buffer it went to (ReadRecentBuffer: no buffer mapping lookup, the miss
- * chain that costs most per block); batches and chunks visit the same
- * blocks again.
+ * Pin block blk, through the buffer it was last found in when that still
+ * holds it (ReadRecentBuffer: no buffer mapping lookup).
  */
 static Buffer
 read_block(EytzHeapFetch *hf, BlockNumber blk)
@@ -163,6 +164,29 @@ read_block(EytzHeapFetch *hf, BlockNumber blk)
 	if (blk < hf->nrecent)
 		hf->recent[blk] = buf;
 	return buf;
+}
+
+/*
+ * The buffer that holds block blk, unpinned (a guess), or InvalidBuffer:
+ * the one it was found in before, or the buffer mapping's answer
+ * (PrefetchBuffer starts reading a block that no buffer holds)
+ */
+static Buffer
+find_block(EytzHeapFetch *hf, BlockNumber blk)
+{
+	PrefetchBufferResult r;
+
+	/* local buffers: ReadRecentBuffer mishandled them before 15.3 */
+	if (hf->recent == NULL)
+		return InvalidBuffer;
+	if (blk < hf->nrecent && hf->recent[blk] != InvalidBuffer)
+		return hf->recent[blk];
+	if (!block_exists(hf, blk))
+		return InvalidBuffer;
+	r = PrefetchBuffer(hf->rel, MAIN_FORKNUM, blk);
+	if (blk < hf->nrecent)
+		hf->recent[blk] = r.recent_buffer;
+	return r.recent_buffer;
 }
 
 /* Prefetch the tuple headers of block a's matches through their line pointers */
@@ -193,11 +217,12 @@ prefetch_headers(EytzHeapFetch *hf, AheadBlock *a)
 }
 
 /*
- * Pin the chunk's next blocks until EYTZ_HEAP_AHEAD are ahead, prefetching
- * their line pointers; prefetch the tuple headers of those half way.
+ * Find the chunk's next blocks until EYTZ_HEAP_AHEAD are ahead, prefetching
+ * their buffer descriptors, page headers and line pointers; prefetch the
+ * tuple headers of those half way.
  */
 static void
-pin_ahead(EytzHeapFetch *hf)
+prefetch_ahead(EytzHeapFetch *hf)
 {
 	uint32		i;
 
@@ -212,13 +237,16 @@ pin_ahead(EytzHeapFetch *hf)
 		a->first = hf->scan;
 		a->end = end;
 		a->headers = false;
-		a->buf = InvalidBuffer;
 		hf->scan = end;
 		hf->nahead++;
-		if (!block_exists(hf, a->blk))
+		a->buf = find_block(hf, a->blk);
+		if (!BufferIsValid(a->buf))
 			continue;
-		a->buf = read_block(hf, a->blk);
-		/* the page header: prefetch_headers and the prune check read it */
+		/*
+		 * the descriptor that the pin updates, the page header that
+		 * prefetch_headers and the prune check read
+		 */
+		__builtin_prefetch(GetBufferDescriptor(a->buf - 1));
 		__builtin_prefetch(BufferGetPage(a->buf));
 		for (i = a->first; i < a->end && i < a->first + EYTZ_HEAP_PREFETCH_TIDS; i++)
 			__builtin_prefetch(PageGetItemId(BufferGetPage(a->buf),
@@ -233,25 +261,10 @@ pin_ahead(EytzHeapFetch *hf)
 	}
 }
 
-/* Drop the pins ahead */
-static void
-release_ahead(EytzHeapFetch *hf)
-{
-	while (hf->nahead > 0)
-	{
-		AheadBlock *a = &hf->ahead[hf->ahead_head];
-
-		if (BufferIsValid(a->buf))
-			ReleaseBuffer(a->buf);
-		hf->ahead_head = (hf->ahead_head + 1) % EYTZ_HEAP_AHEAD;
-		hf->nahead--;
-	}
-}
-
 void
 eytz_heap_set_chunk(EytzHeapFetch *hf, const EytzMatch *chunk, uint32 n)
 {
-	release_ahead(hf);
+	hf->nahead = 0;
 	hf->chunk = chunk;
 	hf->nchunk = n;
 	hf->scan = 0;
@@ -269,33 +282,19 @@ eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk)
 	}
 	if (!hf->page_mode)
 		return;
-	/* blocks before blk were passed by (their pins go), blk may be pinned */
-	while (hf->nahead > 0 && hf->ahead[hf->ahead_head].blk < blk)
+	/* blocks up to blk were passed by (or are blk) */
+	while (hf->nahead > 0 && hf->ahead[hf->ahead_head].blk <= blk)
 	{
-		if (BufferIsValid(hf->ahead[hf->ahead_head].buf))
-			ReleaseBuffer(hf->ahead[hf->ahead_head].buf);
 		hf->ahead_head = (hf->ahead_head + 1) % EYTZ_HEAP_AHEAD;
 		hf->nahead--;
 	}
+	/* not from this chunk's walk: what is ahead starts past blk */
+	while (hf->scan < hf->nchunk && eytz_tid_block(hf->chunk[hf->scan].tid) <= blk)
+		hf->scan++;
 	if (BufferIsValid(hf->buf))
 		ReleaseBuffer(hf->buf);
-	hf->buf = InvalidBuffer;
-	if (hf->nahead > 0 && hf->ahead[hf->ahead_head].blk == blk)
-	{
-		/* the pin moves from the ring to the current block */
-		hf->buf = hf->ahead[hf->ahead_head].buf;
-		hf->ahead_head = (hf->ahead_head + 1) % EYTZ_HEAP_AHEAD;
-		hf->nahead--;
-	}
-	else
-	{
-		/* not from this chunk's walk: what is ahead starts past blk */
-		while (hf->scan < hf->nchunk && eytz_tid_block(hf->chunk[hf->scan].tid) <= blk)
-			hf->scan++;
-		if (block_exists(hf, blk))
-			hf->buf = read_block(hf, blk);
-	}
-	pin_ahead(hf);
+	hf->buf = block_exists(hf, blk) ? read_block(hf, blk) : InvalidBuffer;
+	prefetch_ahead(hf);
 	hf->blk_exists = BufferIsValid(hf->buf);
 	if (!hf->blk_exists)
 		return;
@@ -383,7 +382,7 @@ eytz_heap_pages(const EytzHeapFetch *hf)
 	return hf->pages;
 }
 
-/* Drop the tuple and the pins (between batches, on rescan) */
+/* Drop the tuple and the pin (between batches, on rescan) */
 void
 eytz_heap_reset(EytzHeapFetch *hf)
 {
