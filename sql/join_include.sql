@@ -100,6 +100,10 @@ BEGIN
 	RETURN NEXT join_check('SELECT o.x, i.t FROM ji_outer o JOIN ji_inner i ON i.k = o.k AND i.v > o.x * 1000000::int8 - 5000000000 WHERE i.r IS NULL OR i.r > 3');
 	RETURN NEXT join_check('SELECT i.k, count(*) AS n, sum(i.v) AS sv, min(i.f) AS mf, max(i.d) AS md, bool_or(i.b) AS ob, sum(i.s) AS ss, max(i.t) AS mt, sum(i.r) AS sr, max(i.o) AS mo FROM ji_outer o JOIN ji_inner i ON i.k = o.k GROUP BY i.k');
 	RETURN NEXT join_check('SELECT o.x, i.w, i.v FROM ji_outer o JOIN ji_inner i ON i.k = o.k');
+	-- nothing per match reads the outer row (the index's matches skip it),
+	-- or only a join qual does
+	RETURN NEXT join_check('SELECT i.k, i.s, i.v FROM ji_outer o JOIN ji_inner i ON i.k BETWEEN o.lo AND o.hi');
+	RETURN NEXT join_check('SELECT i.v, i.d FROM ji_outer o JOIN ji_inner i ON i.k = o.k AND i.v > o.x * 1000000::int8 - 5000000000');
 END $$;
 SELECT ji_checks();
 

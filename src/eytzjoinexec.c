@@ -44,6 +44,7 @@
 #include "executor/nodeHash.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
@@ -184,6 +185,8 @@ typedef struct EytzJoinState
 								 * or 1 + its place among the values the
 								 * lookup returns */
 	uint32		include_mask;	/* the included columns to return */
+	bool		rowless_index_matches;	/* a match the index answers reads
+										 * nothing of its batch row */
 
 	/* opened at the first batch */
 	Relation	index;
@@ -353,6 +356,25 @@ init_index_only(EytzJoinState *st, List *index_cols)
 	}
 }
 
+/*
+ * Does the projection or a join or other qual read an outer column (or the
+ * whole scan tuple)?  The outer columns lead the scan tuple.
+ */
+static bool
+reads_outer_columns(EytzJoinState *st, CustomScan *cscan)
+{
+	Bitmapset  *attnos = NULL;
+	int			x = -1;
+
+	pull_varattnos((Node *) cscan->scan.plan.targetlist, INDEX_VAR, &attnos);
+	pull_varattnos(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), INDEX_VAR, &attnos);
+	pull_varattnos(list_nth(cscan->custom_exprs, EYTZ_EXPR_OTHERQUAL), INDEX_VAR, &attnos);
+	while ((x = bms_next_member(attnos, x)) >= 0)
+		if (x + FirstLowInvalidHeapAttributeNumber <= st->nouter)
+			return true;
+	return false;
+}
+
 static void
 eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -405,6 +427,8 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), ps);
 	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_OTHERQUAL), ps);
 	st->innerqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_INNERQUAL), ps);
+	st->rowless_index_matches = st->index_only && st->jointype == JOIN_INNER &&
+		!st->single_match && !reads_outer_columns(st, cscan);
 
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
@@ -892,6 +916,17 @@ other_quals_pass(EytzJoinState *st)
 	return true;
 }
 
+/*
+ * Does chunk match pos read its batch row?  Not when the index answers it
+ * and the plan reads nothing of the row per match: the index's entry is in
+ * the row's key range (no recheck), an inner join keeps no flags.
+ */
+static inline bool
+match_reads_row(EytzJoinState *st, uint32 pos)
+{
+	return !(st->rowless_index_matches && st->from_index[pos]);
+}
+
 /* What the matches of batch row "row" will read of it */
 static inline void
 prefetch_row(EytzJoinState *st, uint32 row)
@@ -936,11 +971,13 @@ next_match(EytzJoinState *st)
 		if (st->pos == st->block_end)
 			resolve_block(st);
 		/* the rows of the matches ahead, at random in the batch: their misses overlap */
-		if (st->pos + EYTZ_ROW_AHEAD < st->nchunk)
+		if (st->pos + EYTZ_ROW_AHEAD < st->nchunk &&
+			match_reads_row(st, st->pos + EYTZ_ROW_AHEAD))
 			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
-		m = &st->chunk[st->pos++];
+		m = &st->chunk[st->pos];
 		row = m->row;
-		r = batch_row(st, row);
+		r = match_reads_row(st, st->pos) ? batch_row(st, row) : NULL;
+		st->pos++;
 		if (st->single_match && row_flags(st, r)[FLAG_MATCHED])
 			continue;
 		if (m->tid != st->cur_tid)
@@ -952,17 +989,21 @@ next_match(EytzJoinState *st)
 		if (!st->cur_found)
 			continue;
 		/* recheck: the heap tuple's key must be in the row's range */
-		if (st->cur_key < r->lo || st->cur_key > r->hi)
+		if (r && (st->cur_key < r->lo || st->cur_key > r->hi))
 			continue;
 		stage_enter(st, STAGE_QUAL);
-		store_outer(st, row);
+		if (r)
+			store_outer(st, row);
+		else
+			econtext->ecxt_scantuple = st->css.ss.ss_ScanTupleSlot;
 		if (st->joinqual && !ExecQual(st->joinqual, econtext))
 		{
 			InstrCountFiltered1(&st->css, 1);
 			ResetExprContext(econtext);
 			continue;
 		}
-		row_flags(st, r)[FLAG_MATCHED] = true;
+		if (r)
+			row_flags(st, r)[FLAG_MATCHED] = true;
 		if (st->jointype == JOIN_ANTI)
 			continue;
 		if (!other_quals_pass(st))
