@@ -185,6 +185,9 @@ typedef struct EytzJoinState
 								 * or 1 + its place among the values the
 								 * lookup returns */
 	uint32		include_mask;	/* the included columns to return */
+	bool		outer_per_match;	/* a match's projection or quals read
+									 * outer columns */
+	bool		flags_per_match;	/* a match marks its row matched */
 	bool		rowless_index_matches;	/* a match the index answers reads
 										 * nothing of its batch row */
 
@@ -427,8 +430,10 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), ps);
 	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_OTHERQUAL), ps);
 	st->innerqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_INNERQUAL), ps);
-	st->rowless_index_matches = st->index_only && st->jointype == JOIN_INNER &&
-		!st->single_match && !reads_outer_columns(st, cscan);
+	st->outer_per_match = reads_outer_columns(st, cscan);
+	st->flags_per_match = st->jointype != JOIN_INNER || st->single_match;
+	st->rowless_index_matches = st->index_only && !st->outer_per_match &&
+		!st->flags_per_match;
 
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
@@ -992,7 +997,7 @@ next_match(EytzJoinState *st)
 		if (r && (st->cur_key < r->lo || st->cur_key > r->hi))
 			continue;
 		stage_enter(st, STAGE_QUAL);
-		if (r)
+		if (st->outer_per_match)
 			store_outer(st, row);
 		else
 			econtext->ecxt_scantuple = st->css.ss.ss_ScanTupleSlot;
@@ -1002,7 +1007,8 @@ next_match(EytzJoinState *st)
 			ResetExprContext(econtext);
 			continue;
 		}
-		if (r)
+		/* (no write to a row that nothing reads back) */
+		if (st->flags_per_match)
 			row_flags(st, r)[FLAG_MATCHED] = true;
 		if (st->jointype == JOIN_ANTI)
 			continue;
