@@ -75,6 +75,7 @@ stage_budget() {
 		/Custom Scan \(EytzGPU Join\)/ { match($0, /actual time=[0-9.]+\.\.[0-9.]+/);
 			split(substr($0, RSTART + 12, RLENGTH - 12), a, "\\.\\."); total = a[2] + 0 }
 		/ Lookups: / { keys = $2 } / Matches: / { matches = $2 } / Heap Fetches: / { fetches = $3 }
+		/ Heap Blocks: / { blocks = $3 }
 		/ Outer Time: / { outer = $3 } / Lookup Time: / { lookup = $3 } / Heap Fetch Time: / { fetch = $4 }
 		/ Qual Time: / { qual = $3 } / Own Time: / { own = $3 }
 		/ Lookup Search Time: / { search = $4 } / GPU Transfer Time: / { xfer = $4 }
@@ -83,10 +84,13 @@ stage_budget() {
 		END {
 			if (total == 0 || keys == 0 || matches == 0 || rows == 0) exit
 			sum = outer + lookup + fetch + qual + own
-			printf "| %-38s | %8.0f | %8.0f | %6.0f | %6.1f (search %.1f, transfer %.1f, kernel %.1f, sort %.1f) | %6.0f | %6.0f | %6.0f | %5.1f%% |\n",
+			per_block = "no block read"
+			if (blocks > 0) per_block = sprintf("%.1f fetches a block", fetches / blocks)
+			printf "| %-38s | %8.0f | %8.0f | %6.0f | %6.1f (search %.1f, transfer %.1f, kernel %.1f, sort %.1f) | %6.0f (%s) | %6.0f | %6.0f | %5.1f%% |\n",
 				name, best, total, outer * 1e6 / rows, lookup * 1e6 / keys, search * 1e6 / keys, xfer * 1e6 / keys,
-				kern * 1e6 / keys, sort * 1e6 / keys, fetch * 1e6 / matches, qual * 1e6 / matches,
-				own * 1e6 / rows, sum * 100 / total
+				kern * 1e6 / keys, sort * 1e6 / keys, fetch * 1e6 / matches,
+				per_block,
+				qual * 1e6 / matches, own * 1e6 / rows, sum * 100 / total
 		}' "$2" | tee -a "$OUT/budget.md"
 }
 
@@ -157,7 +161,7 @@ if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	sql "DROP INDEX inner_ez_gpu"
 fi
 
-echo "| plan | query ms, untimed | node ms, EXPLAIN ANALYZE | outer+fill ns/row | lookup ns/key | heap fetch ns/match | qual+projection ns/match | own ns/row | stages/node |" >>"$OUT/budget.md"
+echo "| plan | query ms, untimed | node ms, EXPLAIN ANALYZE | outer+fill ns/row | lookup ns/key | heap fetch ns/match (heap fetches per block visit) | qual+projection ns/match | own ns/row | stages/node |" >>"$OUT/budget.md"
 echo "|---|---:|---:|---:|---|---:|---:|---:|---:|" >>"$OUT/budget.md"
 ON="SET eytzgpu.enable_join = on; SET work_mem = '1GB'; $SERIAL"
 FORCE="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;"
