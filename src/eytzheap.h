@@ -21,7 +21,7 @@ extern EytzHeapFetch *eytz_heap_begin(Relation rel, Snapshot snapshot,
 
 /*
  * The chunk of matches (sorted by TID) whose blocks come next: their blocks
- * are pinned and prefetched ahead of eytz_heap_block_begin().  The chunk
+ * are prefetched (not pinned) ahead of eytz_heap_block_begin().  The chunk
  * must stay until the next call or eytz_heap_reset().
  */
 extern void eytz_heap_set_chunk(EytzHeapFetch *hf, const EytzMatch *chunk,
