@@ -88,7 +88,7 @@ eytz_device_batch_shape(const uint64 *lo, const uint64 *hi, const uint32 *rows,
 	/* one pass, no early exit: branch-free, the arrays are read once */
 	for (i = 0; i < n; i++)
 	{
-		pt &= lo[i] == hi[i];
+		pt &= hi == NULL || lo[i] == hi[i];
 		asc &= i == 0 || rows[i] > rows[i - 1];
 	}
 	*points = pt;

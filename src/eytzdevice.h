@@ -100,9 +100,10 @@ extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
 
 /*
  * The shape of a GPU batch of n queries: *points when every lo[i] ==
- * hi[i] (pass hi = NULL then: no count pass on a unique index), *ascending
- * when rows[i] < rows[i + 1] throughout (EYTZGPU_ROWS_ASCENDING: a cheaper
- * sort of the matches).  For every caller of eytzgpu_lookup_join.
+ * hi[i] or hi is NULL (pass hi = NULL to the GPU then: no count pass on a
+ * unique index), *ascending when rows[i] < rows[i + 1] throughout
+ * (EYTZGPU_ROWS_ASCENDING: a cheaper sort of the matches).  For every
+ * caller of eytzgpu_lookup_join.
  */
 extern void eytz_device_batch_shape(const uint64 *lo, const uint64 *hi,
 									const uint32 *rows, uint32 n,
