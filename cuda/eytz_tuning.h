@@ -92,17 +92,26 @@
 
 /*
  * Join inputs from the caller's arrays: copied into pinned memory (4-byte
- * keys narrowed on the way) in chunks of nq / (4 x threads) queries, at
- * least 2^16 and at most 2^20, by half the cores, at most 8 threads, each
- * chunk sent as soon as it is copied.  H100 machine (16 cores), 2^25 keys
- * and rows: one thread copies 9.7 GB/s (41.7 ms), 8 threads take 10.6 ms
- * and 15 threads 8.0 ms narrowing (cuda/bench/stage_probe.cu, best of 3);
- * but the API's join from the caller's arrays, median of 9, took 22.9 ms
- * with 8 threads and 31.0 ms with 15 (a batch of 2^20 queries: 1.6 against
- * 2.9 ms): with every core busy copying, the thread that queues the
- * transfers waits for preempted copiers (bench/results/h100_api_stage8.log,
- * h100_api_stage15.log).
+ * keys narrowed on the way, streaming stores: eytz_stage.h) in chunks of
+ * nq / (EYTZ_STAGE_CHUNKS_PER_THREAD x threads) queries, at least 2^16 and
+ * at most 2^20, by half the cores, at most 8 threads, each chunk sent as
+ * soon as it is copied.  H100 machine (16 cores), 2^25 keys and rows: one
+ * thread copies 9.7 GB/s (41.7 ms), 8 threads take 10.6 ms and 15 threads
+ * 8.0 ms narrowing (cuda/bench/stage_probe.cu, best of 3); but the API's
+ * join from the caller's arrays, median of 9, took 22.9 ms with 8 threads
+ * and 31.0 ms with 15 (a batch of 2^20 queries: 1.6 against 2.9 ms): with
+ * every core busy copying, the thread that queues the transfers waits for
+ * preempted copiers (bench/results/h100_api_stage8.log,
+ * h100_api_stage15.log).  Streaming stores (no read for ownership of the
+ * pinned lines): 8 threads narrowing 7.5 instead of 8.6 ms, and the API's
+ * join from the caller's arrays 22.2 instead of 22.9 ms at 2^28 keys
+ * (h100_stage_probe_nt.log, h100_api_nt.log).  The probe's pipeline of
+ * copies and transfers took 8.6 ms in chunks of 2^18 (16 a thread) and
+ * 9.6 ms in chunks of 2^20 (4 a thread), but the API with 16 chunks a
+ * thread was no faster on another machine of the same kind (23.8 ms and
+ * 1.56x its pinned transfer against 1.51x, h100_api_nt16.log).
  */
+#define EYTZ_STAGE_CHUNKS_PER_THREAD	4
 #define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)
 #define EYTZ_STAGE_CHUNK_MAX	(1ull << 20)
 #define EYTZ_STAGE_THREADS		8

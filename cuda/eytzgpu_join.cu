@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "eytzgpu_internal.cuh"
+#include "eytz_stage.h"
 
 using namespace eytzk;
 using namespace eytzapi;
@@ -210,15 +211,10 @@ struct StagePlan
 	bool		narrow;
 };
 
-/* The low 4 bytes of m keys */
-static void
-narrow_keys(uint32_t *out, const uint64_t *in, uint64_t m)
-{
-	for (uint64_t i = 0; i < m; i++)
-		out[i] = (uint32_t) in[i];
-}
-
-/* Chunk c of the inputs: [c * sp.chunk, ...) of nq, pinned copy (src) or its transfer (!src) */
+/*
+ * Chunk c of the inputs: [c * sp.chunk, ...) of nq, pinned copy (src: with
+ * streaming stores, eytz_stage.h) or its transfer (!src)
+ */
 static cudaError_t
 stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges,
 			const StagePlan &sp, uint64_t c)
@@ -229,19 +225,20 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
 
 	if (src && sp.narrow)
 	{
-		narrow_keys((uint32_t *) js->h_lo + a, src->lo + a, m);
+		eytz_stage_narrow((uint32_t *) js->h_lo + a, src->lo + a, m);
 		if (ranges)
-			narrow_keys((uint32_t *) js->h_hi + a, src->hi + a, m);
+			eytz_stage_narrow((uint32_t *) js->h_hi + a, src->hi + a, m);
 	}
 	else if (src)
 	{
-		memcpy(js->h_lo + a, src->lo + a, m * 8);
+		eytz_stage_copy(js->h_lo + a, src->lo + a, m * 8);
 		if (ranges)
-			memcpy(js->h_hi + a, src->hi + a, m * 8);
+			eytz_stage_copy(js->h_hi + a, src->hi + a, m * 8);
 	}
 	if (src)
 	{
-		memcpy(js->h_rows + a, src->rows + a, m * 4);
+		eytz_stage_copy(js->h_rows + a, src->rows + a, m * 4);
+		eytz_stage_fence();
 		return cudaSuccess;
 	}
 	if (sp.narrow)
@@ -265,13 +262,13 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
 /*
  * The inputs to the device.  From the set's pinned inputs: their transfer.
  * From the caller's arrays: copied into the pinned inputs (narrowed, see
- * StagePlan) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
+ * StagePlan; streaming stores) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
  * (one thread copies far less than the bus carries; more threads than that
  * measured slower, see eytz_tuning.h), each chunk's transfer queued as
  * soon as it is there, so that copies and transfers overlap.  Chunks are
- * sized so that every thread gets about four (EYTZ_STAGE_CHUNK_MIN ..
- * EYTZ_STAGE_CHUNK_MAX queries): a join's batches of 2^20 queries are
- * staged by all threads too.  The threads copy memory and nothing else;
+ * sized so that every thread gets EYTZ_STAGE_CHUNKS_PER_THREAD
+ * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
+ * of 2^20 queries are staged by all threads too.  The threads copy memory and nothing else;
  * they start with every signal blocked (the host process's handlers stay
  * on its own thread) and are joined before this returns.
  */
@@ -290,7 +287,7 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 				old;
 
 	sp.narrow = src && narrow;
-	sp.chunk = nq / (4 * std::max<uint64_t>(maxthreads, 1));
+	sp.chunk = nq / (EYTZ_STAGE_CHUNKS_PER_THREAD * std::max<uint64_t>(maxthreads, 1));
 	sp.chunk = std::min<uint64_t>(std::max<uint64_t>(sp.chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
 	nch = (nq + sp.chunk - 1) / sp.chunk;
 	nthreads = std::min<uint64_t>(maxthreads, nch);

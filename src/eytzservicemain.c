@@ -158,11 +158,12 @@ gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
 
 /*
  * The matches (sorted by the GPU), and with s->want the keys and values
- * the GPU gathered for them, in match order
+ * the GPU gathered for them, in match order.  hi is NULL for points (no
+ * count pass on a unique index); ascending rows take the cheaper sort.
  */
 static bool
 gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, EytzMatch *out)
+		   const uint32 *rows, bool ascending, EytzMatch *out)
 {
 	EytzGpuJoinResult res;
 	char		errbuf[256] = "";
@@ -187,7 +188,8 @@ gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		}
 		copy->mask = mask;
 	}
-	rc = eytzgpu_lookup_join(copy->gpu, lo, hi, rows, s->nq, s->max, 0, &res,
+	rc = eytzgpu_lookup_join(copy->gpu, lo, hi, rows, s->nq, s->max,
+							 ascending ? EYTZGPU_ROWS_ASCENDING : 0, &res,
 							 errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
@@ -254,7 +256,7 @@ gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
 
 static bool
 gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, EytzMatch *out)
+		   const uint32 *rows, bool ascending, EytzMatch *out)
 {
 	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
 	return false;
@@ -554,10 +556,14 @@ load_end(int i, EytzSvcSlot *s)
 	return ST_OK;
 }
 
-/* The CPU answer: the seam's batched search over the image, then the sort */
+/*
+ * The CPU answer: the seam's batched search over the image, then the sort.
+ * The queries are searched in batch order, so with rows_in_order (points,
+ * rows ascending) the matches of one TID already come in row order.
+ */
 static bool
 cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, EytzMatch *out)
+		   const uint32 *rows, bool rows_in_order, EytzMatch *out)
 {
 	FormData_pg_class cls;
 	RelationData rel;
@@ -612,7 +618,7 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	s->nq_done = eytz_image_search(&rel, &copies[r].image, cpu_order, 0, s->nq, hi,
 								   s->max, out, &n, s->want ? &stage : NULL);
 	s->staged = s->want;
-	s->nout = eytz_match_sort(out, n, cpu_scratch, false);
+	s->nout = eytz_match_sort(out, n, cpu_scratch, rows_in_order);
 	s->kernel_ms = 0;
 	s->transfer_ms = 0;
 	return true;
@@ -626,7 +632,9 @@ lookup(EytzSvcSlot *s, char *window)
 	const uint64 *hi = s->points ? NULL : lo + s->nq;
 	const uint32 *rows = (const uint32 *) (lo + 2 * (Size) s->nq);
 	EytzMatch  *out = (EytzMatch *) (window + eytz_svc_out_offset(s->nq));
-	bool		ok;
+	bool		points,
+				ascending,
+				ok;
 	int			j;
 
 	if (r < 0 || !eytz_svc->resident[r].used ||
@@ -641,9 +649,11 @@ lookup(EytzSvcSlot *s, char *window)
 			snprintf(s->why, sizeof(s->why), "the eytzgpu service's copy has no included column %d", s->cols[j] + 1);
 			return ST_FAILED;
 		}
+	/* hi is NULL for points: the shape reads lo and rows then */
+	eytz_device_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
 	ok = eytz_svc->state == SVC_GPU ?
-		gpu_lookup(&copies[r], s, lo, hi, rows, out) :
-		cpu_lookup(r, s, lo, hi, rows, out);
+		gpu_lookup(&copies[r], s, lo, hi, rows, ascending, out) :
+		cpu_lookup(r, s, lo, hi, rows, points && ascending, out);
 	if (!ok)
 		return ST_FAILED;
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);

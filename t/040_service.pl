@@ -92,6 +92,29 @@ ok($node->safe_psql('postgres', 'SELECT count(*) > 1000 FROM expected'), 'the jo
 like(explain_join('t'), qr/Device: $service_device/, 'the join asks the service');
 is($node->safe_psql('postgres', "$force $diff"), '0', 'its answer is PostgreSQL\'s');
 is($node->safe_psql('postgres', "$force $diff8"), '0', 'also over an int8 index');
+
+# range batches (lo and hi sent) as well as the point batches above (no hi:
+# the service reads the batch's shape from lo and rows alone)
+my $range = q{SELECT o.id, t.id FROM o JOIN t ON t.k BETWEEN o.k AND o.k + 3
+	WHERE o.k < 2000000000 AND o.id % 10 = 0};
+$node->safe_psql(
+	'postgres', q{
+	SET eytzgpu.enable_join = off;
+	CREATE TABLE expected_range AS SELECT o.id AS oid, t.id AS tid
+	FROM o, generate_series(0, 3) d, t
+	WHERE t.k = o.k + d AND o.k < 2000000000 AND o.id % 10 = 0;
+});
+like(
+	$node->safe_psql('postgres',
+		"$force EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $range"),
+	qr/Device: $service_device/,
+	'a range join asks the service');
+is( $node->safe_psql(
+		'postgres', "$force SELECT count(*) FROM (($range EXCEPT ALL "
+		  . "SELECT * FROM expected_range) UNION ALL (SELECT * FROM expected_range "
+		  . "EXCEPT ALL $range)) d"),
+	'0',
+	'its answer is PostgreSQL\'s');
 like(
 	$node->safe_psql(
 		'postgres',

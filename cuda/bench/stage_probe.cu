@@ -2,8 +2,9 @@
  * stage_probe.cu
  *		How fast can 2^25 join queries (64-bit keys, 32-bit rows) get from a
  *		caller's pageable arrays to the GPU?  Host copy bandwidth by thread
- *		count (plain and narrowing to 32-bit keys), pageable and registered
- *		transfers, and chunked copy+transfer pipelines.
+ *		count (plain, narrowing to 32-bit keys, narrowing with the library's
+ *		streaming stores), pageable and registered transfers, and chunked
+ *		copy+transfer pipelines.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 #include <algorithm>
+
+#include "../eytz_stage.h"
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
@@ -30,11 +33,27 @@ now_ms(void)
 
 static const uint64_t NQ = 1ull << 25;
 
-/* copy [a, b) of lo/rows into pinned, narrowing keys when nar */
-static void
-copy_range(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows, uint64_t a, uint64_t b, bool nar)
+/* How a copy runs: plain memcpy, keys narrowed, narrowed with streaming stores (eytz_stage.h) */
+enum
 {
-	if (nar)
+	PLAIN,
+	NARROW,
+	NARROW_NT
+};
+static const char *const mode_name[] = {"plain ", "narrow", "narrow streaming"};
+
+/* copy [a, b) of lo/rows into pinned, narrowing keys unless PLAIN */
+static void
+copy_range(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows, uint64_t a, uint64_t b, int nar)
+{
+	if (nar == NARROW_NT)
+	{
+		eytz_stage_narrow((uint32_t *) plo + a, lo + a, b - a);
+		eytz_stage_copy(prows + a, rows + a, (b - a) * 4);
+		eytz_stage_fence();
+		return;
+	}
+	if (nar == NARROW)
 	{
 		uint32_t   *d = (uint32_t *) plo;
 
@@ -48,7 +67,7 @@ copy_range(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows,
 
 /* T threads, contiguous slices, no transfer */
 static double
-host_copy(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows, int T, bool nar)
+host_copy(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows, int T, int nar)
 {
 	double		t0 = now_ms();
 	std::vector<std::thread> w;
@@ -65,12 +84,12 @@ host_copy(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows, 
 /* chunked pipeline: T threads copy chunks (round robin), main thread queues each chunk's H2D when done */
 static double
 pipeline(const uint64_t *lo, const uint32_t *rows, void *plo, uint32_t *prows, void *dlo, uint32_t *drows,
-		 int T, uint64_t chunk, bool nar, cudaStream_t st)
+		 int T, uint64_t chunk, int nar, cudaStream_t st)
 {
 	uint64_t	nch = NQ / chunk;
 	std::vector<std::atomic<int>> done(nch);
 	std::vector<std::thread> w;
-	size_t		kb = nar ? 4 : 8;
+	size_t		kb = nar != PLAIN ? 4 : 8;
 	double		t0 = now_ms();
 
 	for (auto &d : done)
@@ -151,24 +170,24 @@ main(void)
 				   cudaMemcpyHostToDevice, st);
 	}
 	for (int T : threads)
-		for (int nar = 0; nar < 2; nar++)
+		for (int nar = PLAIN; nar <= NARROW_NT; nar++)
 		{
 			double		best = 1e9;
 
 			for (int r = 0; r < 3; r++)
 				best = std::min(best, host_copy(lo, rows, plo, prows, T, nar));
-			printf("host copy T=%2d %s: %.2f ms (%.1f GB/s read)\n", T, nar ? "narrow" : "plain ", best,
+			printf("host copy T=%2d %s: %.2f ms (%.1f GB/s read)\n", T, mode_name[nar], best,
 				   NQ * 12 / best / 1e6);
 		}
 	for (int T : {4, 8, 12, 15})
 		for (uint64_t chunk : {1ull << 16, 1ull << 18, 1ull << 20})
-			for (int nar = 0; nar < 2; nar++)
+			for (int nar = PLAIN; nar <= NARROW_NT; nar++)
 			{
 				double		best = 1e9;
 
 				for (int r = 0; r < 3; r++)
 					best = std::min(best, pipeline(lo, rows, plo, prows, dlo, drows, T, chunk, nar, st));
-				printf("pipeline T=%2d chunk 2^%d %s: %.2f ms\n", T, __builtin_ctzll(chunk), nar ? "narrow" : "plain ",
+				printf("pipeline T=%2d chunk 2^%d %s: %.2f ms\n", T, __builtin_ctzll(chunk), mode_name[nar],
 					   best);
 			}
 	for (int r = 0; r < 3; r++)
@@ -203,7 +222,7 @@ main(void)
 				double		best = 1e9;
 
 				for (int r = 0; r < 3; r++)
-					best = std::min(best, host_copy(lo2, rows, plo, prows, T, true));
+					best = std::min(best, host_copy(lo2, rows, plo, prows, T, NARROW));
 				printf("host copy THP source T=%2d narrow: %.2f ms\n", T, best);
 			}
 			free(lo2);

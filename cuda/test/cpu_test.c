@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "eytz_cpu_ref.h"
+#include "eytz_stage.h"
 #include "eytz_strategy.h"
 
 static uint64_t rng_state;
@@ -272,6 +273,44 @@ check_padding(void)
 	return ok;
 }
 
+/*
+ * The staging copies (streaming stores): every length 0..200 at every
+ * alignment of source and destination, nothing written outside
+ */
+static int
+check_stage(void)
+{
+	uint64_t	src[256];
+	uint32_t	dst[512];
+	uint32_t	want[512];
+	int			ok = 1;
+
+	for (int i = 0; i < 256; i++)
+		src[i] = rnd();
+	for (int so = 0; so < 4; so++)
+		for (int d = 0; d < 4; d++)
+			for (uint64_t m = 0; m <= 200; m++)
+			{
+				memset(dst, 0xA5, sizeof(dst));
+				memset(want, 0xA5, sizeof(want));
+				for (uint64_t i = 0; i < m; i++)
+					want[d + i] = (uint32_t) src[so + i];
+				eytz_stage_narrow(dst + d, src + so, m);
+				eytz_stage_fence();
+				ok &= memcmp(dst, want, sizeof(dst)) == 0;
+
+				memset(dst, 0xA5, sizeof(dst));
+				memset(want, 0xA5, sizeof(want));
+				memcpy(want + d, (const uint32_t *) src + so, m * 4);
+				eytz_stage_copy(dst + d, (const uint32_t *) src + so, m * 4);
+				eytz_stage_fence();
+				ok &= memcmp(dst, want, sizeof(dst)) == 0;
+			}
+	if (!ok)
+		printf("FAIL staging copies\n");
+	return ok;
+}
+
 int
 main(void)
 {
@@ -324,6 +363,10 @@ main(void)
 	else
 		failed++;
 	if (check_padding())
+		passed++;
+	else
+		failed++;
+	if (check_stage())
 		passed++;
 	else
 		failed++;

@@ -829,26 +829,34 @@ join_batch(const Data &d, uint64_t nq, bool ranges, std::vector<uint64_t> &lo, s
 	}
 }
 
-/* Rows that ascend strictly, with gaps (EYTZGPU_ROWS_ASCENDING) */
+/*
+ * Rows that ascend strictly (EYTZGPU_ROWS_ASCENDING): with gaps of 1-3
+ * everywhere, or (runs) consecutive but for about three gaps, as an outer
+ * batch's are where a few outer rows ask nothing
+ */
 static void
-ascending_rows(std::vector<uint32_t> &rows)
+ascending_rows(std::vector<uint32_t> &rows, bool runs)
 {
 	uint32_t	r = (uint32_t) (rnd() % 100);
 
 	for (size_t i = 0; i < rows.size(); i++)
 	{
 		rows[i] = r;
-		r += 1 + (uint32_t) (rnd() % 3);
+		if (runs)
+			r += rnd() % (rows.size() / 3 + 1) == 0 ? 2 + (uint32_t) (rnd() % 3) : 1;
+		else
+			r += 1 + (uint32_t) (rnd() % 3);
 	}
 }
 
 /*
  * EYTZGPU_ROWS_ASCENDING: a batch whose rows ascend (no bound, a random one)
- * gives the reference's answer; one whose rows do not fails at its wait.
+ * gives the reference's answer; one whose rows do not (a repeat; with runs
+ * two neighbours swapped) fails at its wait.
  */
 static void
 test_join_ascending(const Data &d, EytzGpuIndex *h, const std::vector<uint64_t> &lo, const std::vector<uint64_t> &hi,
-					bool ranges, ColSpec *cs, const char *what)
+					bool ranges, ColSpec *cs, const char *what, bool runs)
 {
 	std::vector<uint32_t> rows(lo.size());
 	uint64_t	nq = lo.size();
@@ -856,7 +864,7 @@ test_join_ascending(const Data &d, EytzGpuIndex *h, const std::vector<uint64_t> 
 				name[200];
 	Pairs		ref;
 
-	ascending_rows(rows);
+	ascending_rows(rows, runs);
 	join_ref(d, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, UINT64_MAX, ref);
 	for (uint64_t bound : {(uint64_t) UINT64_MAX, ref.empty() ? 0 : rnd() % (ref.size() + 1)})
 	{
@@ -865,8 +873,8 @@ test_join_ascending(const Data &d, EytzGpuIndex *h, const std::vector<uint64_t> 
 
 		if (cs)
 			pick_columns(h, *cs);
-		snprintf(name, sizeof(name), "%s join %s rows ascending max=%llu", what, ranges ? "range" : "point",
-				 (unsigned long long) bound);
+		snprintf(name, sizeof(name), "%s join %s rows ascending%s max=%llu", what, ranges ? "range" : "point",
+				 runs ? " in runs" : "", (unsigned long long) bound);
 		if (eytzgpu_lookup_join(h, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, bound,
 								EYTZGPU_ROWS_ASCENDING | EYTZGPU_POISON, &res, err, sizeof(err)) != EYTZGPU_OK)
 			FAIL("%s: %s", name, err);
@@ -878,7 +886,10 @@ test_join_ascending(const Data &d, EytzGpuIndex *h, const std::vector<uint64_t> 
 		EytzGpuJoinResult res;
 		uint64_t	i = rnd() % (nq - 1);
 
-		rows[i + 1] = rows[i];	/* a repeat: not strictly ascending */
+		if (runs)
+			std::swap(rows[i], rows[i + 1]);
+		else
+			rows[i + 1] = rows[i];	/* a repeat: not strictly ascending */
 		if (eytzgpu_lookup_join(h, lo.data(), ranges ? hi.data() : NULL, rows.data(), nq, UINT64_MAX,
 								EYTZGPU_ROWS_ASCENDING, &res, err, sizeof(err)) == EYTZGPU_EINVAL)
 			passed++;
@@ -962,7 +973,7 @@ test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool qu
 			}
 		}
 		if (!tiny_run)
-			test_join_ascending(d, h, lo, hi, ranges, cs, what);
+			test_join_ascending(d, h, lo, hi, ranges, cs, what, false);
 		/* a caller's walk: prefixes under a bound, a query over it alone goes to the CPU */
 		if (!tiny_run)
 		{
@@ -1097,7 +1108,8 @@ test_join_large(void)
 	join_batch(d, nq, false, lo, hi, rows);
 	if (!attach_test_columns(d, h, 3, cs, "large join"))
 		cs.m = 0;
-	test_join_ascending(d, h, lo, hi, false, &cs, "large join");
+	test_join_ascending(d, h, lo, hi, false, &cs, "large join", false);
+	test_join_ascending(d, h, lo, hi, false, &cs, "large join", true);
 	for (uint64_t bound : {(uint64_t) UINT64_MAX, nq / 3})
 		for (uint32_t mask : {0u, 7u})
 		{
