@@ -9,7 +9,8 @@
 # there, so new backends load it), with the tables outer_r and inner_r of
 # bench/join_bench.sh (inner_r's eytzgpu index without INCLUDE) and TABLES
 # (default "inner_r"; e.g. an inner_ri with the same rows and an index
-# INCLUDE (v), vacuumed, for the index-only join).  Each round runs, per
+# INCLUDE (v), vacuumed, for the index-only join); OUTER names another
+# outer table (default outer_r).  Each round runs, per
 # build and table, the CPU join once to load the image and warm the
 # backend's arrays, then REPS times (default 3) under EXPLAIN ANALYZE, and
 # prints the fastest of those: the lookup stage per key, search (query sort,
@@ -23,6 +24,7 @@ ROUNDS=$2
 shift 2
 TABLES=${TABLES:-inner_r}
 REPS=${REPS:-3}
+OUTER=${OUTER:-outer_r}
 rounds=$(mktemp)
 trap 'rm -f "$rounds"' EXIT
 export PGOPTIONS="-c eytzgpu.enable_join=on -c work_mem=1GB -c max_parallel_workers_per_gather=0
@@ -34,7 +36,7 @@ for _ in $(seq "$ROUNDS"); do
 		# a new file, not one rewritten under running backends
 		cp "$so" "$LIBDIR/.eytzgpu.so.new" && mv "$LIBDIR/.eytzgpu.so.new" "$LIBDIR/eytzgpu.so"
 		for t in $TABLES; do
-			q="SELECT count(*), sum(i.v) FROM outer_r o JOIN $t i ON i.k = o.k"
+			q="SELECT count(*), sum(i.v) FROM $OUTER o JOIN $t i ON i.k = o.k"
 			{
 				printf '%s;\n' "$q"
 				for _ in $(seq "$REPS"); do printf 'EXPLAIN (ANALYZE, COSTS OFF) %s;\n' "$q"; done
