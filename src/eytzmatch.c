@@ -97,74 +97,28 @@ add_passes(RadixPass *passes, int np, uint64 vary, bool on_row, int bits)
 	return np;
 }
 
-/*
- * Digit width for the bits of vary below the top digit: as many passes as
- * LOCAL_BITS-bit digits need, but the bits spread evenly over them (26 bits
- * take 9 + 9 + 8, not 12 + 12 + 2): smaller histograms cost less to clear
- * and sum in every bucket
- */
-static int
-balanced_bits(uint64 vary)
+/* One stable counting pass of src[0..n) into dst on the digit of p */
+static void
+radix_pass(const EytzMatch *src, EytzMatch *dst, uint32 n, const RadixPass *p)
 {
-	RadixPass	scratch[64];
-	int			want = add_passes(scratch, 0, vary, false, LOCAL_BITS);
-	int			bits;
+	uint32		hist[1 << LOCAL_BITS];
+	uint32		nb = 1U << p->bits;
+	uint32		sum = 0;
+	uint32		b,
+				i;
 
-	for (bits = 1; bits < LOCAL_BITS; bits++)
-		if (add_passes(scratch, 0, vary, false, bits) == want)
-			break;
-	return bits;
-}
-
-/*
- * The local passes' histograms, all counted in one read of a bucket.  Not
- * on the stack: 9 passes of 12 bits take 144 kB (a backend runs one sort at
- * a time).
- */
-static uint32 local_hist[MAX_LOCAL_PASSES][1 << LOCAL_BITS];
-
-/*
- * Sort a bucket src[0..n) (result in src or dst: returns which) by the
- * local passes, LSD, stable; the histograms of all passes come from one
- * read of the bucket
- */
-static EytzMatch *
-sort_bucket(EytzMatch *src, EytzMatch *dst, uint32 n, const RadixPass *passes,
-			int npasses)
-{
-	uint32		i;
-	int			p;
-
-	for (p = 0; p < npasses; p++)
-		memset(local_hist[p], 0, sizeof(uint32) << passes[p].bits);
+	memset(hist, 0, sizeof(uint32) * nb);
 	for (i = 0; i < n; i++)
-		for (p = 0; p < npasses; p++)
-			local_hist[p][digit(&src[i], &passes[p])]++;
-	for (p = 0; p < npasses; p++)
+		hist[digit(&src[i], p)]++;
+	for (b = 0; b < nb; b++)
 	{
-		uint32	   *hist = local_hist[p];
-		uint32		nb = 1U << passes[p].bits;
-		uint32		sum = 0;
-		uint32		b;
-		EytzMatch  *swap;
+		uint32		c = hist[b];
 
-		/* a digit that every element shares moves nothing */
-		if (hist[digit(&src[0], &passes[p])] == n)
-			continue;
-		for (b = 0; b < nb; b++)
-		{
-			uint32		c = hist[b];
-
-			hist[b] = sum;
-			sum += c;
-		}
-		for (i = 0; i < n; i++)
-			dst[hist[digit(&src[i], &passes[p])]++] = src[i];
-		swap = src;
-		src = dst;
-		dst = swap;
+		hist[b] = sum;
+		sum += c;
 	}
-	return src;
+	for (i = 0; i < n; i++)
+		dst[hist[digit(&src[i], p)]++] = src[i];
 }
 
 /*
@@ -182,8 +136,7 @@ radix_sort(EytzMatch *m, uint32 n, EytzMatch *tmp, bool by_row)
 	RadixPass	local[MAX_LOCAL_PASSES];
 	uint64		tid_vary = 0;
 	uint32		row_vary = 0;
-	uint64		top_vary,
-				low_vary;
+	uint64		top_vary;
 	uint32		i,
 				nb,
 				sum = 0;
@@ -209,9 +162,9 @@ radix_sort(EytzMatch *m, uint32 n, EytzMatch *tmp, bool by_row)
 	top.bits = hi - top.shift;
 	/* the bits below the top digit: the row's first (the lower half of the key) */
 	if (by_row && !top.on_row)
-		nlocal = add_passes(local, nlocal, row_vary, true, balanced_bits(row_vary));
-	low_vary = top_vary & ((UINT64CONST(1) << top.shift) - 1);
-	nlocal = add_passes(local, nlocal, low_vary, top.on_row, balanced_bits(low_vary));
+		nlocal = add_passes(local, nlocal, row_vary, true, LOCAL_BITS);
+	nlocal = add_passes(local, nlocal, top_vary & ((UINT64CONST(1) << top.shift) - 1),
+						top.on_row, LOCAL_BITS);
 
 	/* the top digit: m into buckets in tmp */
 	nb = 1U << top.bits;
@@ -233,12 +186,20 @@ radix_sort(EytzMatch *m, uint32 n, EytzMatch *tmp, bool by_row)
 	for (b = 0; b < (int) nb; b++)
 	{
 		uint32		c = start[b + 1] - start[b];
-		EytzMatch  *sorted = tmp + start[b];
+		EytzMatch  *src = tmp + start[b];
+		EytzMatch  *dst = m + start[b];
+		int			p;
 
-		if (c > 1 && nlocal > 0)
-			sorted = sort_bucket(tmp + start[b], m + start[b], c, local, nlocal);
-		if (sorted != m + start[b])
-			memcpy(m + start[b], sorted, sizeof(EytzMatch) * c);
+		for (p = 0; p < nlocal && c > 1; p++)
+		{
+			EytzMatch  *swap = src;
+
+			radix_pass(src, dst, c, &local[p]);
+			src = dst;
+			dst = swap;
+		}
+		if (src != m + start[b])
+			memcpy(m + start[b], src, sizeof(EytzMatch) * c);
 		if ((b & 255) == 255)
 			CHECK_FOR_INTERRUPTS();
 	}
