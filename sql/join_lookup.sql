@@ -109,6 +109,46 @@ SET work_mem = '64kB';
 SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k BETWEEN o.k AND o.k::int8 + 40');
 RESET work_mem;
 
+-- the image's search has code of its own for the default fan-outs (EBS and
+-- EKS 9) at each key width, and a general one (here fan-out 3): layouts of 1
+-- to 6563 entries (full bottom levels, partial ones, a short last node) with
+-- duplicates and extremes answer point and range joins as PostgreSQL does
+SET eytzgpu.device = cpu;
+CREATE TABLE jl_shape (k4 int4, k8 int8, v int4);
+CREATE FUNCTION jl_shapes(n int, opts text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+	col text;
+	point text;
+	range text;
+BEGIN
+	TRUNCATE jl_shape;
+	INSERT INTO jl_shape
+	SELECT k, k::int8 * 1000003, g
+	FROM (SELECT g, CASE WHEN g % 50 = 0 THEN (ARRAY[-2147483648, 2147483647])[1 + g % 100 / 50]
+						 ELSE (random() * 21000)::int4 END AS k
+		  FROM generate_series(1, n) g) s;
+	ANALYZE jl_shape;
+	FOREACH col IN ARRAY ARRAY['k4', 'k8'] LOOP
+		IF col = 'k4' THEN
+			point := 'SELECT o.x, i.v FROM jl_outer o JOIN jl_shape i ON i.k4 = o.k';
+			range := 'SELECT o.x, i.v FROM jl_outer o JOIN jl_shape i ON i.k4 BETWEEN o.k AND o.k::int8 + 40';
+		ELSE
+			point := 'SELECT o.x, i.v FROM jl_outer o JOIN jl_shape i ON i.k8 = o.k::int8 * 1000003';
+			range := 'SELECT o.x, i.v FROM jl_outer o JOIN jl_shape i ON i.k8 BETWEEN o.k::int8 * 1000003 AND o.k::int8 * 1000003 + 40000000';
+		END IF;
+		EXECUTE format('CREATE INDEX jl_shape_i ON jl_shape USING eytzgpu (%s) WITH (%s)', col, opts);
+		RETURN NEXT format('%s entries, %s, %s: %s; point %s; range %s', n, opts, col,
+						   jl_device(point), join_check(point), join_check(range));
+		DROP INDEX jl_shape_i;
+	END LOOP;
+END $$;
+SELECT jl_shapes(n, opts)
+FROM unnest(ARRAY[1, 9, 100, 6560, 6563]) n,
+	 unnest(ARRAY['layout = ebs', 'layout = eks', 'layout = eks, fanout = 3']) opts;
+DROP FUNCTION jl_shapes(int, text);
+DROP TABLE jl_shape;
+RESET eytzgpu.device;
+
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_nestloop;
