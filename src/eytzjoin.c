@@ -52,6 +52,14 @@
 #include "eytzlookup.h"
 
 bool		eytz_enable_join = true;
+int			eytz_parallel_image = EYTZ_PARALLEL_IMAGE_AUTO;
+
+static const struct config_enum_entry parallel_image_options[] = {
+	{"auto", EYTZ_PARALLEL_IMAGE_AUTO, false},
+	{"in_place", EYTZ_PARALLEL_IMAGE_IN_PLACE, false},
+	{"copy", EYTZ_PARALLEL_IMAGE_COPY, false},
+	{NULL, 0, false}
+};
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 
@@ -699,6 +707,12 @@ eytz_join_init(void)
 							"Batches are also bounded by work_mem * hash_mem_multiplier; the first batch of a scan is small and grows.",
 							&eytz_batch_size, 1048576, 1, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("eytzgpu.parallel_image",
+							 "How parallel workers of the eytzgpu join use the index image the leader shares.",
+							 "auto searches it in place where the query's dynamic shared memory comes from the main shared memory (min_dynamic_shared_memory) and huge_pages is on, in_place wherever it comes from the main shared memory, copy always copies it.",
+							 &eytz_parallel_image, EYTZ_PARALLEL_IMAGE_AUTO,
+							 parallel_image_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = eytz_join_pathlist;

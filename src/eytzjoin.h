@@ -12,9 +12,24 @@
 
 #include "nodes/plannodes.h"
 
-/* GUCs: enable_join (eytzjoin.c), batch_size (eytzjoinexec.c) */
+/* GUCs: enable_join, parallel_image (eytzjoin.c), batch_size (eytzjoinexec.c) */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
+
+/*
+ * eytzgpu.parallel_image: how a parallel worker uses the image the leader
+ * shares: searched in place where the query's shared memory is carved from
+ * the main shared memory (min_dynamic_shared_memory) and that has huge
+ * pages (huge_pages = on; auto), wherever it is in the main shared memory
+ * (in_place: huge_pages = try that got them), or always copied (copy)
+ */
+typedef enum EytzParallelImage
+{
+	EYTZ_PARALLEL_IMAGE_AUTO,
+	EYTZ_PARALLEL_IMAGE_IN_PLACE,
+	EYTZ_PARALLEL_IMAGE_COPY
+} EytzParallelImage;
+extern int	eytz_parallel_image;
 
 /*
  * The CustomScan's custom_private: scalars as Integer (OIDs cast) or Float
