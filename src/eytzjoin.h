@@ -12,9 +12,13 @@
 
 #include "nodes/plannodes.h"
 
-/* GUCs: enable_join, parallel_image (eytzjoin.c), batch_size (eytzjoinexec.c) */
+/*
+ * GUCs: enable_join, parallel_image, page_touch_cost (eytzjoin.c),
+ * batch_size (eytzjoinexec.c)
+ */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
+extern double eytz_page_touch_cost;
 
 /*
  * eytzgpu.parallel_image: how a parallel worker uses the image the leader
@@ -67,6 +71,13 @@ enum EytzScanExprIndex
 
 /* eytzjoin.c */
 extern void eytz_join_init(void);
+
+/*
+ * For the planner: what a fresh process (a parallel worker) pays to touch
+ * bytes of shared memory for the first time, a page fault per page that
+ * maps it (eytzgpu.page_touch_cost a page; nothing with huge pages)
+ */
+extern Cost eytz_shared_touch_cost(double bytes);
 
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);

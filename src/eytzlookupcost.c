@@ -11,10 +11,13 @@
 
 #include "access/genam.h"
 #include "optimizer/optimizer.h"
+#include "storage/dsm_impl.h"
+#include "storage/pg_shmem.h"
 #include "utils/rel.h"
 
 #include "eytzdevice.h"
 #include "eytzimage.h"
+#include "eytzjoin.h"
 #include "eytzlookup.h"
 #include "eytzservice.h"
 
@@ -34,6 +37,8 @@
 #define PAGE_LOAD_OPS		350.0
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
+/* a parallel worker's copy of the image the leader shares: 100 us a MB */
+#define COPY_OPS_PER_MB		10000.0
 
 /* Levels a search visits, at least one (an empty index still costs a look) */
 static double
@@ -117,6 +122,25 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
 	return kind;
 }
 
+/*
+ * A parallel worker's cost of taking up the image the leader shares
+ * (eytzjoinexec.c): searched in place where the query's shared memory will
+ * come from the huge-page main shared memory, or copied; either way it
+ * first touches the shared copy's pages.
+ */
+static Cost
+shared_image_cost(Relation index, const EytzMetaPageData *meta)
+{
+	Size		bytes = eytz_image_shared_size(index, meta);
+	bool		in_place;
+
+	in_place = eytz_parallel_image != EYTZ_PARALLEL_IMAGE_COPY &&
+		(Size) min_dynamic_shared_memory * 1024 * 1024 >= bytes &&
+		(eytz_parallel_image == EYTZ_PARALLEL_IMAGE_IN_PLACE || huge_pages == HUGE_PAGES_ON);
+	return eytz_shared_touch_cost(bytes) +
+		(in_place ? 0 : cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0));
+}
+
 void
 eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 					  Cost *startup_cost, Cost *per_key_cost)
@@ -125,24 +149,30 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 	EytzMetaPageData meta;
 	bool		service = eytz_service_owns_gpu();
 	bool		gpu_ok;
+	bool		resident;
+	bool		shared;
 
 	eytz_read_meta(index, &meta);
 
 	/*
 	 * A parallel worker uses the GPU only through the service (as
-	 * choose_view decides) and starts with nothing resident: its copy of
-	 * the image the leader shares (eytzjoinexec.c) costs about what a load
-	 * does (2M keys on the 2-core VM: 127-415 ms against 108-131 ms).  The
+	 * choose_view decides) and starts with nothing resident: it takes up the
+	 * image the leader shares when the leader (this backend) has it cached,
+	 * else loads its own, first touching the index's shared buffers.  The
 	 * service's copy serves every backend.
 	 */
 	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU &&
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
-	(void) eytz_view_cost(&meta,
-						  !fresh_backend && eytz_image_resident(index, meta.generation),
-						  gpu_ok,
-						  gpu_ok && (service ? eytz_service_resident(index, &meta) :
-									 eytz_device_resident(index, meta.generation)),
-						  Max(nkeys, 1.0), startup_cost, per_key_cost);
+	resident = eytz_image_resident(index, meta.generation);
+	shared = fresh_backend && !gpu_ok && resident;
+	if (eytz_view_cost(&meta, resident && (shared || !fresh_backend),
+					   gpu_ok,
+					   gpu_ok && (service ? eytz_service_resident(index, &meta) :
+								  eytz_device_resident(index, meta.generation)),
+					   Max(nkeys, 1.0), startup_cost, per_key_cost) == EYTZ_VIEW_IMAGE &&
+		fresh_backend)
+		*startup_cost += shared ? shared_image_cost(index, &meta) :
+			eytz_shared_touch_cost((double) (meta.nkeypages + meta.ntidpages) * BLCKSZ);
 	index_close(index, AccessShareLock);
 }
