@@ -11,9 +11,6 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET min_parallel_index_scan_size = 0;
--- a worker's first touches of shared memory cost nothing (the default
--- measures them on this machine: plans would differ between machines)
-SET eytzgpu.page_touch_cost = 0;
 -- small batches: each process runs many, and the workers get rows too
 SET eytzgpu.batch_size = 200;
 
@@ -151,20 +148,20 @@ SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k'
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o LEFT JOIN jp_inner i ON i.k BETWEEN o.lo AND o.hi');
 SELECT join_check('SELECT o.x FROM jp_outer o WHERE NOT EXISTS (SELECT 1 FROM jp_inner i WHERE i.k = o.k)');
 
--- the planner charges a worker's first touch of each page of shared memory
--- it reads (a page fault mapping it: heap pages, the image); where they are
--- dear, the serial join wins
+-- eytzgpu.page_touch_cost (0 by default) charges a worker's first touch of
+-- each page of shared memory it reads (a page fault mapping it: heap pages,
+-- the image); where they are dear, the serial join wins
 SET eytzgpu.page_touch_cost = 1000;
 SELECT join_plan('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
--- measured (whichever plan that gives)
-RESET eytzgpu.page_touch_cost;
+-- measured on this machine (whichever plan that gives)
+SET eytzgpu.page_touch_cost = -1;
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
-SET eytzgpu.page_touch_cost = 0;
+RESET eytzgpu.page_touch_cost;
 
 -- index-only joins: the leader shares its cached image with the workers, a
 -- covering index's included values with it (t/050_join_parallel_image.pl:
--- searched in place, and a stale image).  The workers alone run the join.
+-- searched in place).  The workers alone run the join.
 CREATE TABLE jp_plain (k int4);
 INSERT INTO jp_plain SELECT g % 5000 FROM generate_series(1, 30000) g;
 CREATE INDEX jp_plain_k ON jp_plain USING eytzgpu (k);

@@ -57,7 +57,7 @@
 
 bool		eytz_enable_join = true;
 int			eytz_parallel_image = EYTZ_PARALLEL_IMAGE_AUTO;
-double		eytz_page_touch_cost = -1;
+double		eytz_page_touch_cost = 0;
 
 static const struct config_enum_entry parallel_image_options[] = {
 	{"auto", EYTZ_PARALLEL_IMAGE_AUTO, false},
@@ -340,12 +340,15 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
  * the neighbours along).  That costs a fraction of a microsecond on most
  * machines but several on some virtual machines (shadow page tables: 4.6 us
  * a 4 kB page on the 2-core development VM, where a worker's first touches
- * of a 20M-row table's buffers outweigh its share of the join), so it is
- * eytzgpu.page_touch_cost a page, by default (-1) measured once per backend:
- * the time of reading a small shared anonymous mapping whose pages exist
- * but are not mapped (MADV_DONTNEED), best of three, at the lookup cost
- * model's 10 ns an operator (eytzlookupcost.c).  With huge_pages = on a
- * page maps 512 small ones: the touches cost next to nothing.
+ * of a 20M-row table's buffers outweigh its share of the join).  It is
+ * eytzgpu.page_touch_cost a page: 0 by default, as PostgreSQL charges its
+ * own parallel plans nothing for it (its parallel hash join's workers touch
+ * the whole inner table: charging only this join would hand such a VM the
+ * parallel hash join, slower still); -1 measures it once per backend, the
+ * time of reading a small shared anonymous mapping whose pages exist but
+ * are not mapped (MADV_DONTNEED), best of three, at the lookup cost model's
+ * 10 ns an operator (eytzlookupcost.c).  With huge_pages = on a page maps
+ * 512 small ones: the touches cost next to nothing.
  */
 #define TOUCH_PROBE_PAGES	256
 #define OPERATOR_NS			10.0
@@ -788,8 +791,8 @@ eytz_join_init(void)
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomRealVariable("eytzgpu.page_touch_cost",
 							 "Sets the planner's estimate of the cost of a parallel worker's first access to a page of shared memory.",
-							 "A fresh process pays a page fault to map each page of shared memory it reads (nothing with huge_pages = on); -1 measures it once per backend.",
-							 &eytz_page_touch_cost, -1, -1, 1e6,
+							 "A fresh process pays a page fault to map each page of shared memory it reads (nothing with huge_pages = on); 0 charges nothing, as for PostgreSQL's own parallel plans; -1 measures it once per backend.",
+							 &eytz_page_touch_cost, 0, -1, 1e6,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("eytzgpu.parallel_image",
 							 "How parallel workers of the eytzgpu join use the index image the leader shares.",
