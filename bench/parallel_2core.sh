@@ -59,11 +59,9 @@ PG_OPTS="$SMALL" start_cluster "$DIR" "$PORT" || exit 1
 t0=$(date +%s)
 $PSQL <<EOF >"$DIR/load.log" 2>&1 || { cat "$DIR/load.log"; exit 1; }
 CREATE EXTENSION eytzgpu;
-CREATE UNLOGGED TABLE inner_r (k int4, v int4);
-INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g;
-CREATE UNLOGGED TABLE outer_r (k int4);
-SELECT setseed(0.42);
-INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g;
+\set N $N
+\set M $M
+\i $(dirname "$0")/random_data.sql
 VACUUM ANALYZE inner_r;
 VACUUM ANALYZE outer_r;
 SET maintenance_work_mem = '2GB';
