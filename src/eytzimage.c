@@ -25,6 +25,9 @@
 
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/dsm_impl.h"
+#include "storage/pg_shmem.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -42,6 +45,7 @@
 #define EYTZ_RESOLVE_AHEAD 16
 
 int			eytz_image_cache_limit_mb = 1024;
+int			eytz_parallel_image = EYTZ_PARALLEL_IMAGE_AUTO;
 
 void
 eytz_image_init(void)
@@ -256,6 +260,27 @@ eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
 	*image_meta = image->img.meta;
 	eytz_image_release(image);
 	return true;
+}
+
+/*
+ * The query's shared memory is a segment of its own (4 kB pages: the
+ * search's random reads would miss the TLB at every level, and a fresh
+ * process's first touch of each page faults) unless dsm.c carved it from
+ * the main shared memory (min_dynamic_shared_memory, when it has room),
+ * which huge_pages = on backs with huge pages.  With huge_pages = try
+ * PostgreSQL 15 does not say whether it got them: parallel_image =
+ * in_place says so.
+ */
+bool
+eytz_image_in_place(const void *src, Size bytes)
+{
+	if (eytz_parallel_image == EYTZ_PARALLEL_IMAGE_COPY)
+		return false;
+	if (src ? !ShmemAddrIsValid(src) :
+		(Size) min_dynamic_shared_memory * 1024 * 1024 < bytes)
+		return false;
+	return eytz_parallel_image == EYTZ_PARALLEL_IMAGE_IN_PLACE ||
+		huge_pages == HUGE_PAGES_ON;
 }
 
 /*

@@ -68,6 +68,25 @@ extern void eytz_image_invalidate(Oid indexoid);
  * worker runs) or copied into the worker's memory.
  */
 extern Size eytz_image_shared_size(Relation index, const EytzMetaPageData *meta);
+
+/*
+ * GUC eytzgpu.parallel_image (defined with the join's GUCs): how a worker
+ * takes up the shared image: searched in place where the query's shared
+ * memory is carved from the main shared memory (min_dynamic_shared_memory)
+ * and that has huge pages (huge_pages = on; auto), wherever it is in the
+ * main shared memory (in_place: huge_pages = try that got them), or always
+ * copied (copy).  eytz_image_in_place: whether a worker searches the
+ * shared copy at src in place; with src NULL, the planner's question
+ * whether a shared copy of bytes would be.
+ */
+typedef enum EytzParallelImage
+{
+	EYTZ_PARALLEL_IMAGE_AUTO,
+	EYTZ_PARALLEL_IMAGE_IN_PLACE,
+	EYTZ_PARALLEL_IMAGE_COPY
+} EytzParallelImage;
+extern int	eytz_parallel_image;
+extern bool eytz_image_in_place(const void *src, Size bytes);
 extern bool eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
 							  EytzMetaPageData *image_meta);
 extern void eytz_image_import(Relation index, const EytzMetaPageData *image_meta,

@@ -52,11 +52,11 @@
 #include "utils/spccache.h"
 #include "utils/syscache.h"
 
+#include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
 
 bool		eytz_enable_join = true;
-int			eytz_parallel_image = EYTZ_PARALLEL_IMAGE_AUTO;
 double		eytz_page_touch_cost = 0;
 
 static const struct config_enum_entry parallel_image_options[] = {
@@ -247,93 +247,6 @@ eytz_join_heap_fraction(RelOptInfo *innerrel, bool index_only)
 }
 
 /*
- * Cost of the join: the outer path; per outer row the key expressions and
- * the lookup seam's per-key cost on the device that would answer (plus its
- * cost of pinning the index's view once); per match a heap fetch in TID
- * order (pages charged like a bitmap heap scan per batch) and the quals; per
- * result row the projection.  For a partial path (in_workers) outer_path and
- * rows are one process's share, the view is costed as a worker would pin it
- * and the first touches of the heap pages it visits are charged (a worker
- * is a fresh process: eytz_shared_touch_cost).  An index-only path
- * (index_only) fetches only the heap pages that are not all-visible.
- */
-static void
-cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
-			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
-			   List *joinquals, List *otherquals, double rows, bool in_workers,
-			   bool index_only)
-{
-	double		outer_rows = Max(outer_path->rows, 1.0);
-	double		inner_tuples = Max(innerrel->tuples, 1.0);
-	double		heap_pages = Max(innerrel->pages, 1.0);
-	List	   *rinfos = NIL;
-	List	   *keyexprs = NIL;
-	ListCell   *lc;
-	Selectivity sel;
-	double		matches,
-				batch_rows,
-				nbatches,
-				pages,
-				cost_per_page;
-	double		spc_random,
-				spc_seq;
-	QualCost	keycost,
-				jqcost,
-				oqcost,
-				iqcost;
-	Cost		lookup_startup,
-				lookup_per_key,
-				startup,
-				run;
-
-	foreach(lc, idxclauses)
-	{
-		EytzIdxClause *ic = lfirst(lc);
-
-		rinfos = lappend(rinfos, ic->rinfo);
-		keyexprs = lappend(keyexprs, ic->outer_expr);
-	}
-	sel = clauselist_selectivity(root, rinfos, 0, JOIN_INNER, NULL);
-	matches = outer_rows * clamp_row_est(sel * inner_tuples);
-
-	cost_qual_eval(&keycost, keyexprs, root);
-	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
-	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
-	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
-	eytz_lookup_plan_cost(index->indexoid, outer_rows, in_workers,
-						  &lookup_startup, &lookup_per_key);
-
-	/* heap pages per batch, read in block order */
-	batch_rows = Min((double) eytz_batch_size, outer_rows);
-	nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
-	pages = index_pages_fetched(matches / nbatches, (BlockNumber) heap_pages,
-								heap_pages, root) *
-		eytz_join_heap_fraction(innerrel, index_only);
-	get_tablespace_page_costs(innerrel->reltablespace, &spc_random, &spc_seq);
-	if (pages >= 2.0)
-		cost_per_page = spc_random - (spc_random - spc_seq) * sqrt(pages / heap_pages);
-	else
-		cost_per_page = spc_random;
-
-	run = outer_rows * (keycost.per_tuple + lookup_per_key + cpu_operator_cost) +
-		nbatches * pages * cost_per_page +
-		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
-				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
-		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
-	if (in_workers)
-		run += eytz_shared_touch_cost(heap_pages * (1.0 - exp(-matches / heap_pages)) *
-									  eytz_join_heap_fraction(innerrel, index_only) * BLCKSZ);
-	startup = outer_path->startup_cost + lookup_startup + keycost.startup +
-		jqcost.startup + oqcost.startup + iqcost.startup +
-		cpath->path.pathtarget->cost.startup;
-
-	/* the first batch is small (it grows geometrically): startup is cheap */
-	cpath->path.startup_cost = startup + run * Min(1.0, 1024.0 / outer_rows);
-	cpath->path.total_cost = outer_path->total_cost - outer_path->startup_cost +
-		startup + run;
-}
-
-/*
  * A parallel worker is a fresh process: the first time it reads a page of
  * shared memory (a shared buffer, the image the leader shares) the kernel
  * maps it, a page fault per page (or per 16 of them where the kernel maps
@@ -390,8 +303,9 @@ measure_touch_cost(void)
 		best_ns / TOUCH_PROBE_PAGES / OPERATOR_NS * cpu_operator_cost;
 }
 
-Cost
-eytz_shared_touch_cost(double bytes)
+/* What a fresh process pays to touch bytes of shared memory first */
+static Cost
+shared_touch_cost(double bytes)
 {
 	double		per_page = eytz_page_touch_cost;
 
@@ -404,6 +318,97 @@ eytz_shared_touch_cost(double bytes)
 		per_page = measured_touch_cost;
 	}
 	return ceil(bytes / sysconf(_SC_PAGESIZE)) * per_page;
+}
+
+/*
+ * Cost of the join: the outer path; per outer row the key expressions and
+ * the lookup seam's per-key cost on the device that would answer (plus its
+ * cost of pinning the index's view once); per match a heap fetch in TID
+ * order (pages charged like a bitmap heap scan per batch) and the quals; per
+ * result row the projection.  For a partial path (in_workers) outer_path and
+ * rows are one process's share, the view is costed as a worker would pin it
+ * and the first touches of the heap pages it visits are charged (a worker
+ * is a fresh process: shared_touch_cost).  An index-only path
+ * (index_only) fetches only the heap pages that are not all-visible.
+ */
+static void
+cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
+			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
+			   List *joinquals, List *otherquals, double rows, bool in_workers,
+			   bool index_only)
+{
+	double		outer_rows = Max(outer_path->rows, 1.0);
+	double		inner_tuples = Max(innerrel->tuples, 1.0);
+	double		heap_pages = Max(innerrel->pages, 1.0);
+	List	   *rinfos = NIL;
+	List	   *keyexprs = NIL;
+	ListCell   *lc;
+	Selectivity sel;
+	double		matches,
+				batch_rows,
+				nbatches,
+				pages,
+				cost_per_page;
+	double		spc_random,
+				spc_seq;
+	QualCost	keycost,
+				jqcost,
+				oqcost,
+				iqcost;
+	double		touch_bytes;
+	Cost		lookup_startup,
+				lookup_per_key,
+				startup,
+				run;
+
+	foreach(lc, idxclauses)
+	{
+		EytzIdxClause *ic = lfirst(lc);
+
+		rinfos = lappend(rinfos, ic->rinfo);
+		keyexprs = lappend(keyexprs, ic->outer_expr);
+	}
+	sel = clauselist_selectivity(root, rinfos, 0, JOIN_INNER, NULL);
+	matches = outer_rows * clamp_row_est(sel * inner_tuples);
+
+	cost_qual_eval(&keycost, keyexprs, root);
+	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
+	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
+	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
+	eytz_lookup_plan_cost(index->indexoid, outer_rows, in_workers,
+						  &lookup_startup, &lookup_per_key, &touch_bytes);
+
+	/* heap pages per batch, read in block order */
+	batch_rows = Min((double) eytz_batch_size, outer_rows);
+	nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
+	pages = index_pages_fetched(matches / nbatches, (BlockNumber) heap_pages,
+								heap_pages, root) *
+		eytz_join_heap_fraction(innerrel, index_only);
+	get_tablespace_page_costs(innerrel->reltablespace, &spc_random, &spc_seq);
+	if (pages >= 2.0)
+		cost_per_page = spc_random - (spc_random - spc_seq) * sqrt(pages / heap_pages);
+	else
+		cost_per_page = spc_random;
+
+	run = outer_rows * (keycost.per_tuple + lookup_per_key + cpu_operator_cost) +
+		nbatches * pages * cost_per_page +
+		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
+				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
+		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
+	if (in_workers)
+	{
+		lookup_startup += shared_touch_cost(touch_bytes);
+		run += shared_touch_cost(heap_pages * (1.0 - exp(-matches / heap_pages)) *
+								 eytz_join_heap_fraction(innerrel, index_only) * BLCKSZ);
+	}
+	startup = outer_path->startup_cost + lookup_startup + keycost.startup +
+		jqcost.startup + oqcost.startup + iqcost.startup +
+		cpath->path.pathtarget->cost.startup;
+
+	/* the first batch is small (it grows geometrically): startup is cheap */
+	cpath->path.startup_cost = startup + run * Min(1.0, 1024.0 / outer_rows);
+	cpath->path.total_cost = outer_path->total_cost - outer_path->startup_cost +
+		startup + run;
 }
 
 /*

@@ -13,27 +13,12 @@
 #include "nodes/plannodes.h"
 
 /*
- * GUCs: enable_join, parallel_image, page_touch_cost (eytzjoin.c),
- * batch_size (eytzjoinexec.c)
+ * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size
+ * (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
  */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
 extern double eytz_page_touch_cost;
-
-/*
- * eytzgpu.parallel_image: how a parallel worker uses the image the leader
- * shares: searched in place where the query's shared memory is carved from
- * the main shared memory (min_dynamic_shared_memory) and that has huge
- * pages (huge_pages = on; auto), wherever it is in the main shared memory
- * (in_place: huge_pages = try that got them), or always copied (copy)
- */
-typedef enum EytzParallelImage
-{
-	EYTZ_PARALLEL_IMAGE_AUTO,
-	EYTZ_PARALLEL_IMAGE_IN_PLACE,
-	EYTZ_PARALLEL_IMAGE_COPY
-} EytzParallelImage;
-extern int	eytz_parallel_image;
 
 /*
  * The CustomScan's custom_private: scalars as Integer (OIDs cast) or Float
@@ -71,13 +56,6 @@ enum EytzScanExprIndex
 
 /* eytzjoin.c */
 extern void eytz_join_init(void);
-
-/*
- * For the planner: what a fresh process (a parallel worker) pays to touch
- * bytes of shared memory for the first time, a page fault per page that
- * maps it (eytzgpu.page_touch_cost a page; nothing with huge pages)
- */
-extern Cost eytz_shared_touch_cost(double bytes);
 
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);

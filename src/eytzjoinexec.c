@@ -48,9 +48,7 @@
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
 #include "portability/instr_time.h"
-#include "storage/pg_shmem.h"
 #include "storage/predicate.h"
-#include "storage/shmem.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -1292,31 +1290,13 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * service answers them), a copy of it, which spares each worker a load
  * (reading and checking every page of the index).  A worker searches that
  * copy in place when the query's shared memory is cheap to search
- * (shared_in_place), else it copies it into its own memory.
+ * (eytz_image_in_place), else it copies it into its own memory.
  */
 static Size
 reports_size(int nworkers)
 {
 	return MAXALIGN(add_size(offsetof(EytzJoinShared, reports),
 							 mul_size(sizeof(EytzJoinReport), nworkers)));
-}
-
-/*
- * Whether a worker searches the shared image at src in place.  The query's
- * shared memory is a segment of its own (4 kB pages: the search's random
- * reads would miss the TLB at every level, and a fresh process's first
- * touch of each page faults) unless dsm.c carved it from the main shared
- * memory (min_dynamic_shared_memory), which huge_pages = on backs with
- * huge pages.  With huge_pages = try PostgreSQL 15 does not say whether it
- * got them: eytzgpu.parallel_image = in_place says so.
- */
-static bool
-shared_in_place(const void *src)
-{
-	if (eytz_parallel_image == EYTZ_PARALLEL_IMAGE_COPY || !ShmemAddrIsValid(src))
-		return false;
-	return eytz_parallel_image == EYTZ_PARALLEL_IMAGE_IN_PLACE ||
-		huge_pages == HUGE_PAGES_ON;
 }
 
 static Size
@@ -1370,7 +1350,7 @@ eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 		instr_time	t0,
 					t1;
 
-		st->image_share = shared_in_place(src) ? IMAGE_IN_PLACE : IMAGE_COPIED;
+		st->image_share = eytz_image_in_place(src, 0) ? IMAGE_IN_PLACE : IMAGE_COPIED;
 		INSTR_TIME_SET_CURRENT(t0);
 		eytz_image_import(st->index, &st->shared->image_meta, src,
 						  st->image_share == IMAGE_IN_PLACE);

@@ -11,13 +11,10 @@
 
 #include "access/genam.h"
 #include "optimizer/optimizer.h"
-#include "storage/dsm_impl.h"
-#include "storage/pg_shmem.h"
 #include "utils/rel.h"
 
 #include "eytzdevice.h"
 #include "eytzimage.h"
-#include "eytzjoin.h"
 #include "eytzlookup.h"
 #include "eytzservice.h"
 
@@ -122,28 +119,9 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
 	return kind;
 }
 
-/*
- * A parallel worker's cost of taking up the image the leader shares
- * (eytzjoinexec.c): searched in place where the query's shared memory will
- * come from the huge-page main shared memory, or copied; either way it
- * first touches the shared copy's pages.
- */
-static Cost
-shared_image_cost(Relation index, const EytzMetaPageData *meta)
-{
-	Size		bytes = eytz_image_shared_size(index, meta);
-	bool		in_place;
-
-	in_place = eytz_parallel_image != EYTZ_PARALLEL_IMAGE_COPY &&
-		(Size) min_dynamic_shared_memory * 1024 * 1024 >= bytes &&
-		(eytz_parallel_image == EYTZ_PARALLEL_IMAGE_IN_PLACE || huge_pages == HUGE_PAGES_ON);
-	return eytz_shared_touch_cost(bytes) +
-		(in_place ? 0 : cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0));
-}
-
 void
 eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-					  Cost *startup_cost, Cost *per_key_cost)
+					  Cost *startup_cost, Cost *per_key_cost, double *touch_bytes)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
@@ -157,22 +135,34 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 	/*
 	 * A parallel worker uses the GPU only through the service (as
 	 * choose_view decides) and starts with nothing resident: it takes up the
-	 * image the leader shares when the leader (this backend) has it cached,
-	 * else loads its own, first touching the index's shared buffers.  The
-	 * service's copy serves every backend.
+	 * image the leader shares when the leader (this backend) has it cached
+	 * (eytzjoinexec.c: searched in place, or copied), else loads its own,
+	 * first touching the index's shared buffers.  The service's copy serves
+	 * every backend.
 	 */
 	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU &&
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
 	resident = eytz_image_resident(index, meta.generation);
 	shared = fresh_backend && !gpu_ok && resident;
+	*touch_bytes = 0;
 	if (eytz_view_cost(&meta, resident && (shared || !fresh_backend),
 					   gpu_ok,
 					   gpu_ok && (service ? eytz_service_resident(index, &meta) :
 								  eytz_device_resident(index, meta.generation)),
 					   Max(nkeys, 1.0), startup_cost, per_key_cost) == EYTZ_VIEW_IMAGE &&
 		fresh_backend)
-		*startup_cost += shared ? shared_image_cost(index, &meta) :
-			eytz_shared_touch_cost((double) (meta.nkeypages + meta.ntidpages) * BLCKSZ);
+	{
+		if (shared)
+		{
+			Size		bytes = eytz_image_shared_size(index, &meta);
+
+			*touch_bytes = bytes;
+			if (!eytz_image_in_place(NULL, bytes))
+				*startup_cost += cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0);
+		}
+		else
+			*touch_bytes = (double) (meta.nkeypages + meta.ntidpages) * BLCKSZ;
+	}
 	index_close(index, AccessShareLock);
 }
