@@ -60,11 +60,9 @@ pg_start "$BASE $SVC" >"$OUT/server.txt" 2>&1 || { cat "$OUT/server.txt"; exit 1
 t0=$(date +%s)
 $PSQL <<EOF >"$OUT/load.txt" 2>&1
 CREATE EXTENSION eytzgpu;
-CREATE UNLOGGED TABLE inner_r (k int4, v int4);
-INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g;
-CREATE UNLOGGED TABLE outer_r (k int4);
-SELECT setseed(0.42);
-INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g;
+\set N $N
+\set M $M
+\i $(dirname "$0")/random_data.sql
 CREATE UNLOGGED TABLE outer_20k AS SELECT * FROM outer_r ORDER BY random() LIMIT 20000;
 VACUUM ANALYZE inner_r;
 VACUUM ANALYZE outer_r;

@@ -147,3 +147,45 @@ DELETE FROM jp_inner WHERE v % 11 = 0;
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o LEFT JOIN jp_inner i ON i.k BETWEEN o.lo AND o.hi');
 SELECT join_check('SELECT o.x FROM jp_outer o WHERE NOT EXISTS (SELECT 1 FROM jp_inner i WHERE i.k = o.k)');
+
+-- eytzgpu.page_touch_cost (0 by default) charges a worker's first touch of
+-- each page of shared memory it reads (a page fault mapping it: heap pages,
+-- the image); where they are dear, the serial join wins
+SET eytzgpu.page_touch_cost = 1000;
+SELECT join_plan('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
+-- measured on this machine (whichever plan that gives)
+SET eytzgpu.page_touch_cost = -1;
+SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
+RESET eytzgpu.page_touch_cost;
+
+-- index-only joins: the leader shares its cached image with the workers, a
+-- covering index's included values with it (t/050_join_parallel_image.pl:
+-- searched in place).  The workers alone run the join.
+CREATE TABLE jp_plain (k int4);
+INSERT INTO jp_plain SELECT g % 5000 FROM generate_series(1, 30000) g;
+CREATE INDEX jp_plain_k ON jp_plain USING eytzgpu (k);
+CREATE TABLE jp_cover (k int4, v int4);
+INSERT INTO jp_cover SELECT g % 5000, g FROM generate_series(1, 30000) g;
+CREATE INDEX jp_cover_kv ON jp_cover USING eytzgpu (k) INCLUDE (v);
+VACUUM ANALYZE jp_plain;
+VACUUM ANALYZE jp_cover;
+SET parallel_leader_participation = off;
+SELECT join_plan('SELECT o.x FROM jp_outer o JOIN jp_plain i ON i.k = o.k');
+SELECT join_plan('SELECT o.x, i.v FROM jp_outer o JOIN jp_cover i ON i.k = o.k');
+-- the leader caches the images (its serial join)
+SET max_parallel_workers_per_gather = 0;
+SELECT join_check('SELECT o.x FROM jp_outer o JOIN jp_plain i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_cover i ON i.k = o.k');
+SET max_parallel_workers_per_gather = 2;
+SELECT join_check('SELECT o.x FROM jp_outer o JOIN jp_plain i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_cover i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jp_outer o LEFT JOIN jp_cover i ON i.k BETWEEN o.lo AND o.hi');
+-- after a VACUUM (which tombstones entries)
+DELETE FROM jp_plain WHERE k % 3 = 0;
+DELETE FROM jp_cover WHERE v % 3 = 0;
+VACUUM jp_plain;
+VACUUM jp_cover;
+SELECT join_check('SELECT o.x FROM jp_outer o JOIN jp_plain i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_cover i ON i.k = o.k');
+RESET parallel_leader_participation;

@@ -35,6 +35,9 @@
 
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/dsm_impl.h"
+#include "storage/pg_shmem.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -52,6 +55,7 @@
 #define EYTZ_RESOLVE_AHEAD 16
 
 int			eytz_image_cache_limit_mb = 1024;
+int			eytz_parallel_image = EYTZ_PARALLEL_IMAGE_AUTO;
 
 void
 eytz_image_init(void)
@@ -203,61 +207,148 @@ eytz_image_release(EytzImage *image)
 	eytz_cache_release(&image_cache, &image->ce);
 }
 
-/* The bytes of the keys of meta's layout, the TIDs' offset in a shared copy */
+/*
+ * The shared copy of an image: keys, TIDs, then per included column its
+ * values and NULL bitmap, each array at a MAXALIGN'ed offset.  Fills
+ * off[0] (TIDs), off[1 + 2c] and off[2 + 2c] (column c's values and
+ * NULLs) and returns the total size.
+ */
 static Size
-shared_keys_bytes(const EytzMetaPageData *meta)
+shared_layout(const EytzMetaPageData *meta, const EytzInclude *inc,
+			  Size off[1 + 2 * EYTZ_MAX_INCLUDE])
 {
-	return MAXALIGN(meta->nentries * meta->key_width);
+	uint64		n = meta->nentries;
+	Size		size = MAXALIGN(mul_size(n, meta->key_width));
+	int			c;
+
+	off[0] = size;
+	size = add_size(size, MAXALIGN(mul_size(n, sizeof(uint64))));
+	for (c = 0; c < inc->ncols; c++)
+	{
+		off[1 + 2 * c] = size;
+		size = add_size(size, MAXALIGN(mul_size(n, inc->width[c])));
+		off[2 + 2 * c] = size;
+		size = add_size(size, MAXALIGN((n + 7) / 8));
+	}
+	return size;
 }
 
 Size
-eytz_image_shared_size(const EytzMetaPageData *meta)
+eytz_image_shared_size(Relation index, const EytzMetaPageData *meta)
 {
-	return add_size(shared_keys_bytes(meta), mul_size(meta->nentries, sizeof(uint64)));
+	EytzInclude inc;
+	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
+
+	eytz_include_get(index, &inc);
+	return shared_layout(meta, &inc, off);
 }
 
 bool
-eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst)
+eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
+				  EytzMetaPageData *image_meta)
 {
 	EytzImage  *image;
+	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
+	uint64		n = meta->nentries;
+	int			c;
 
 	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
 	if (image == NULL)
 		return false;
-	/* the shared copy holds keys and TIDs: a covering index's workers load theirs */
-	if (image->inc.ncols > 0)
+	(void) shared_layout(meta, &image->inc, off);
+	if (n > 0)
 	{
-		eytz_image_release(image);
-		return false;
+		memcpy(dst, image->img.keys, n * meta->key_width);
+		memcpy((char *) dst + off[0], image->img.tids, n * sizeof(uint64));
+		for (c = 0; c < image->inc.ncols; c++)
+		{
+			memcpy((char *) dst + off[1 + 2 * c], image->values[c], n * image->inc.width[c]);
+			memcpy((char *) dst + off[2 + 2 * c], image->nulls[c], (n + 7) / 8);
+		}
 	}
-	if (meta->nentries > 0)
-	{
-		memcpy(dst, image->img.keys, meta->nentries * meta->key_width);
-		memcpy((char *) dst + shared_keys_bytes(meta), image->img.tids,
-			   meta->nentries * sizeof(uint64));
-	}
+	/* the image's own metapage: tombstones counted since its load are not in it */
+	*image_meta = image->img.meta;
 	eytz_image_release(image);
 	return true;
 }
 
 /*
- * A private copy, not the shared memory itself: shared memory comes in
- * small pages (tmpfs), and the search's random reads then miss the TLB at
- * every level (4.5-5.2 us a key against 1.1 at 5M keys)
+ * The query's shared memory is a segment of its own (4 kB pages: the
+ * search's random reads would miss the TLB at every level, and a fresh
+ * process's first touch of each page faults) unless dsm.c carved it from
+ * the main shared memory (min_dynamic_shared_memory, when it has room),
+ * which huge_pages = on backs with huge pages.  With huge_pages = try
+ * PostgreSQL 15 does not say whether it got them: parallel_image =
+ * in_place says so.
+ */
+bool
+eytz_image_in_place(const void *src, Size bytes)
+{
+	if (eytz_parallel_image == EYTZ_PARALLEL_IMAGE_COPY)
+		return false;
+	if (src ? !ShmemAddrIsValid(src) :
+		(Size) min_dynamic_shared_memory * 1024 * 1024 < bytes)
+		return false;
+	return eytz_parallel_image == EYTZ_PARALLEL_IMAGE_IN_PLACE ||
+		huge_pages == HUGE_PAGES_ON;
+}
+
+/*
+ * In place, the image's arrays are the shared copy itself, which the worker
+ * keeps mapped until it exits (a worker runs one query): no memory of its
+ * own, so it costs the cache nothing.  Otherwise a private copy: shared
+ * memory in small pages (tmpfs) makes the search's random reads miss the
+ * TLB at every level (4.5-5.2 us a key against 1.1 at 5M keys), and a
+ * process's first touch of each of them is a page fault.
  */
 void
-eytz_image_import(Relation index, const EytzMetaPageData *meta, const void *src)
+eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src,
+				  bool in_place)
 {
 	EytzImage  *image;
+	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
+	uint64		n = meta->nentries;
+	int			c;
 
 	if (eytz_image_resident(index, meta->generation))
 		return;
-	image = image_alloc(meta);
-	if (meta->nentries > 0)
+	if (in_place)
 	{
-		memcpy(image->img.keys, src, meta->nentries * meta->key_width);
-		memcpy(image->img.tids, (const char *) src + shared_keys_bytes(meta),
-			   meta->nentries * sizeof(uint64));
+		MemoryContext cxt = AllocSetContextCreate(images_context(),
+												  "eytzgpu shared layout image",
+												  ALLOCSET_SMALL_SIZES);
+
+		image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
+		image->cxt = cxt;
+		image->img.meta = *meta;
+		eytz_include_get(index, &image->inc);
+		(void) shared_layout(meta, &image->inc, off);
+		image->img.keys = src;
+		image->img.tids = (uint64 *) ((char *) src + off[0]);
+		for (c = 0; c < image->inc.ncols; c++)
+		{
+			image->values[c] = (char *) src + off[1 + 2 * c];
+			image->nulls[c] = (uint8 *) ((char *) src + off[2 + 2 * c]);
+		}
+		if (!eytz_cache_add(&image_cache, &image->ce, index, meta->generation, 0, 0,
+							(Size) eytz_image_cache_limit_mb * 1024 * 1024))
+			MemoryContextDelete(cxt);
+		return;
+	}
+	image = image_alloc(meta);
+	eytz_include_get(index, &image->inc);
+	(void) shared_layout(meta, &image->inc, off);
+	if (n > 0)
+	{
+		memcpy(image->img.keys, src, n * meta->key_width);
+		memcpy(image->img.tids, (char *) src + off[0], n * sizeof(uint64));
+		for (c = 0; c < image->inc.ncols; c++)
+		{
+			image->values[c] = eytz_alloc_large(image->cxt, n * image->inc.width[c]);
+			image->nulls[c] = eytz_alloc_large(image->cxt, (n + 7) / 8);
+			memcpy(image->values[c], (char *) src + off[1 + 2 * c], n * image->inc.width[c]);
+			memcpy(image->nulls[c], (char *) src + off[2 + 2 * c], (n + 7) / 8);
+		}
 	}
 	MemoryContextSetParent(image->cxt, images_context());
 	if (!image_cache_add(index, image, 0))

@@ -57,17 +57,40 @@ extern void eytz_image_release(EytzImage *image);
 extern void eytz_image_invalidate(Oid indexoid);
 
 /*
- * Parallel join: the leader copies its cached image into the query's shared
- * memory, and each worker caches a copy of that instead of loading its own
- * (a memcpy instead of reading and checking every page).
- * eytz_image_shared_size: the bytes of the shared copy (keys, then TIDs at
- * a MAXALIGN'ed offset); eytz_image_export: copy this generation's cached
- * image to dst, false when none is cached; eytz_image_import (in a worker):
- * cache a copy of the shared copy at src.
+ * Parallel join: the leader copies its cached image (keys, TIDs and
+ * included columns) into the query's shared memory, and each worker uses
+ * that instead of loading its own (reading and checking every page).
+ * eytz_image_shared_size: the bytes of the shared copy; eytz_image_export:
+ * copy this generation's cached image to dst and its own metapage (as read
+ * at its load) to *image_meta, false when none is cached;
+ * eytz_image_import (in a worker, image_meta the exported one): cache the
+ * shared copy at src, searched in place (src must stay mapped while the
+ * worker runs) or copied into the worker's memory.
  */
-extern Size eytz_image_shared_size(const EytzMetaPageData *meta);
-extern bool eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst);
-extern void eytz_image_import(Relation index, const EytzMetaPageData *meta, const void *src);
+extern Size eytz_image_shared_size(Relation index, const EytzMetaPageData *meta);
+
+/*
+ * GUC eytzgpu.parallel_image (defined with the join's GUCs): how a worker
+ * takes up the shared image: searched in place where the query's shared
+ * memory is carved from the main shared memory (min_dynamic_shared_memory)
+ * and that has huge pages (huge_pages = on; auto), wherever it is in the
+ * main shared memory (in_place: huge_pages = try that got them), or always
+ * copied (copy).  eytz_image_in_place: whether a worker searches the
+ * shared copy at src in place; with src NULL, the planner's question
+ * whether a shared copy of bytes would be.
+ */
+typedef enum EytzParallelImage
+{
+	EYTZ_PARALLEL_IMAGE_AUTO,
+	EYTZ_PARALLEL_IMAGE_IN_PLACE,
+	EYTZ_PARALLEL_IMAGE_COPY
+} EytzParallelImage;
+extern int	eytz_parallel_image;
+extern bool eytz_image_in_place(const void *src, Size bytes);
+extern bool eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
+							  EytzMetaPageData *image_meta);
+extern void eytz_image_import(Relation index, const EytzMetaPageData *image_meta,
+							  void *src, bool in_place);
 
 /* Pending entries sorted by (key, TID) */
 extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);

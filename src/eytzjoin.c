@@ -23,6 +23,8 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "access/stratnum.h"
 #include "catalog/pg_class.h"
@@ -40,6 +42,8 @@
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
+#include "portability/instr_time.h"
+#include "storage/pg_shmem.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -48,10 +52,19 @@
 #include "utils/spccache.h"
 #include "utils/syscache.h"
 
+#include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
 
 bool		eytz_enable_join = true;
+double		eytz_page_touch_cost = 0;
+
+static const struct config_enum_entry parallel_image_options[] = {
+	{"auto", EYTZ_PARALLEL_IMAGE_AUTO, false},
+	{"in_place", EYTZ_PARALLEL_IMAGE_IN_PLACE, false},
+	{"copy", EYTZ_PARALLEL_IMAGE_COPY, false},
+	{NULL, 0, false}
+};
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 
@@ -234,14 +247,89 @@ eytz_join_heap_fraction(RelOptInfo *innerrel, bool index_only)
 }
 
 /*
+ * A parallel worker is a fresh process: the first time it reads a page of
+ * shared memory (a shared buffer, the image the leader shares) the kernel
+ * maps it, a page fault per page (or per 16 of them where the kernel maps
+ * the neighbours along).  That costs a fraction of a microsecond on most
+ * machines but several on some virtual machines (shadow page tables: 4.6 us
+ * a 4 kB page on the 2-core development VM, where a worker's first touches
+ * of a 20M-row table's buffers outweigh its share of the join).  It is
+ * eytzgpu.page_touch_cost a page: 0 by default, as PostgreSQL charges its
+ * own parallel plans nothing for it (its parallel hash join's workers touch
+ * the whole inner table: charging only this join would hand such a VM the
+ * parallel hash join, slower still); -1 measures it once per backend, the
+ * time of reading a small shared anonymous mapping whose pages exist but
+ * are not mapped (MADV_DONTNEED), best of three, at the lookup cost model's
+ * 10 ns an operator (eytzlookupcost.c).  With huge_pages = on a page maps
+ * 512 small ones: the touches cost next to nothing.
+ */
+#define TOUCH_PROBE_PAGES	256
+#define OPERATOR_NS			10.0
+
+static double measured_touch_cost = -1;
+
+static double
+measure_touch_cost(void)
+{
+	long		page = sysconf(_SC_PAGESIZE);
+	Size		len = (Size) page * TOUCH_PROBE_PAGES;
+	volatile char *mem;
+	double		best_ns = -1;
+	int			round,
+				i;
+
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return 0;
+	for (i = 0; i < TOUCH_PROBE_PAGES; i++)
+		mem[(Size) i * page] = 1;
+	for (round = 0; round < 3; round++)
+	{
+		instr_time	t0,
+					t1;
+
+		if (madvise((void *) mem, len, MADV_DONTNEED) != 0)
+			break;
+		INSTR_TIME_SET_CURRENT(t0);
+		for (i = 0; i < TOUCH_PROBE_PAGES; i++)
+			(void) mem[(Size) i * page];
+		INSTR_TIME_SET_CURRENT(t1);
+		INSTR_TIME_SUBTRACT(t1, t0);
+		if (best_ns < 0 || INSTR_TIME_GET_DOUBLE(t1) * 1e9 < best_ns)
+			best_ns = INSTR_TIME_GET_DOUBLE(t1) * 1e9;
+	}
+	munmap((void *) mem, len);
+	return best_ns < 0 ? 0 :
+		best_ns / TOUCH_PROBE_PAGES / OPERATOR_NS * cpu_operator_cost;
+}
+
+/* What a fresh process pays to touch bytes of shared memory first */
+static Cost
+shared_touch_cost(double bytes)
+{
+	double		per_page = eytz_page_touch_cost;
+
+	if (huge_pages == HUGE_PAGES_ON || bytes <= 0)
+		return 0;
+	if (per_page < 0)
+	{
+		if (measured_touch_cost < 0)
+			measured_touch_cost = measure_touch_cost();
+		per_page = measured_touch_cost;
+	}
+	return ceil(bytes / sysconf(_SC_PAGESIZE)) * per_page;
+}
+
+/*
  * Cost of the join: the outer path; per outer row the key expressions and
  * the lookup seam's per-key cost on the device that would answer (plus its
  * cost of pinning the index's view once); per match a heap fetch in TID
  * order (pages charged like a bitmap heap scan per batch) and the quals; per
  * result row the projection.  For a partial path (in_workers) outer_path and
- * rows are one process's share, and the view is costed as a fresh backend
- * would pin it.  An index-only path (index_only) fetches only the heap pages
- * that are not all-visible.
+ * rows are one process's share, the view is costed as a worker would pin it
+ * and the first touches of the heap pages it visits are charged (a worker
+ * is a fresh process: shared_touch_cost).  An index-only path
+ * (index_only) fetches only the heap pages that are not all-visible.
  */
 static void
 cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
@@ -267,6 +355,7 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 				jqcost,
 				oqcost,
 				iqcost;
+	double		touch_bytes;
 	Cost		lookup_startup,
 				lookup_per_key,
 				startup,
@@ -287,7 +376,7 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
 	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
 	eytz_lookup_plan_cost(index->indexoid, outer_rows, in_workers,
-						  &lookup_startup, &lookup_per_key);
+						  &lookup_startup, &lookup_per_key, &touch_bytes);
 
 	/* heap pages per batch, read in block order */
 	batch_rows = Min((double) eytz_batch_size, outer_rows);
@@ -306,6 +395,12 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
 				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
 		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
+	if (in_workers)
+	{
+		lookup_startup += shared_touch_cost(touch_bytes);
+		run += shared_touch_cost(heap_pages * (1.0 - exp(-matches / heap_pages)) *
+								 eytz_join_heap_fraction(innerrel, index_only) * BLCKSZ);
+	}
 	startup = outer_path->startup_cost + lookup_startup + keycost.startup +
 		jqcost.startup + oqcost.startup + iqcost.startup +
 		cpath->path.pathtarget->cost.startup;
@@ -699,6 +794,17 @@ eytz_join_init(void)
 							"Batches are also bounded by work_mem * hash_mem_multiplier; the first batch of a scan is small and grows.",
 							&eytz_batch_size, 1048576, 1, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("eytzgpu.page_touch_cost",
+							 "Sets the planner's estimate of the cost of a parallel worker's first access to a page of shared memory.",
+							 "A fresh process pays a page fault to map each page of shared memory it reads (nothing with huge_pages = on); 0 charges nothing, as for PostgreSQL's own parallel plans; -1 measures it once per backend.",
+							 &eytz_page_touch_cost, 0, -1, 1e6,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("eytzgpu.parallel_image",
+							 "How parallel workers of the eytzgpu join use the index image the leader shares.",
+							 "auto searches it in place where the query's dynamic shared memory comes from the main shared memory (min_dynamic_shared_memory) and huge_pages is on, in_place wherever it comes from the main shared memory, copy always copies it.",
+							 &eytz_parallel_image, EYTZ_PARALLEL_IMAGE_AUTO,
+							 parallel_image_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = eytz_join_pathlist;

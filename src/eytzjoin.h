@@ -12,9 +12,13 @@
 
 #include "nodes/plannodes.h"
 
-/* GUCs: enable_join (eytzjoin.c), batch_size (eytzjoinexec.c) */
+/*
+ * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size
+ * (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
+ */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
+extern double eytz_page_touch_cost;
 
 /*
  * The CustomScan's custom_private: scalars as Integer (OIDs cast) or Float

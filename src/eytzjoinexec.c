@@ -116,6 +116,16 @@ typedef enum JoinStage
 	NUM_STAGES
 } JoinStage;
 
+/* How a worker used the image the leader shared */
+typedef enum ImageShare
+{
+	IMAGE_NOT_SHARED,			/* none shared: the lookup pinned its own */
+	IMAGE_COPIED,				/* copied into the worker's memory */
+	IMAGE_IN_PLACE				/* searched in the shared memory */
+} ImageShare;
+
+static const char *const image_share_names[] = {NULL, "copied", "in place"};
+
 /*
  * What EXPLAIN ANALYZE shows of one process's part of the join: the
  * leader's, or a parallel worker's, which the worker leaves in the node's
@@ -139,12 +149,14 @@ typedef struct EytzJoinReport
 	double		kernel_ms;
 	double		sort_ms;
 	double		stage_ms[NUM_STAGES];
+	ImageShare	image_share;	/* worker: how it used the leader's image */
 } EytzJoinReport;
 
 /*
  * The parallel join's shared memory: a report per worker, then (when the
  * leader had it cached) a copy of the leader's image of the index, which
- * the workers copy instead of each loading its own
+ * the workers search in place or copy instead of each loading its own
+ * (image_meta: the metapage the image was loaded under)
  */
 typedef struct EytzJoinShared
 {
@@ -246,7 +258,8 @@ typedef struct EytzJoinState
 	EytzJoinShared *shared;
 	EytzMetaPageData share_meta;	/* leader: the generation it shares */
 	Size		share_bytes;	/* and the bytes of its image, or 0 */
-	double		import_ms;		/* worker: copying the shared image */
+	double		import_ms;		/* worker: taking up the shared image */
+	ImageShare	image_share;	/* worker: how */
 	EytzJoinReport *worker_reports;
 	int			nworker_reports;
 } EytzJoinState;
@@ -1222,6 +1235,8 @@ explain_report(const EytzJoinReport *r, ExplainState *es)
 	ExplainPropertyUInteger("Matches", NULL, r->matches, es);
 	ExplainPropertyUInteger("Heap Fetches", NULL, r->fetches, es);
 	ExplainPropertyUInteger("Heap Blocks", NULL, r->heap_blocks, es);
+	if (r->image_share != IMAGE_NOT_SHARED)
+		ExplainPropertyText("Shared Image", image_share_names[r->image_share], es);
 	if (!es->timing)
 		return;
 	ExplainPropertyFloat("Outer Time", "ms", r->stage_ms[STAGE_FILL], 3, es);
@@ -1311,10 +1326,10 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * work and each process pins its own view of the index.  Shared memory
  * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
  * leader has the index's image cached and the workers search images (no
- * service answers them), a copy of it that each worker copies into its own
- * cache (a memcpy, where a load reads and checks every page of the index;
- * searched in place, the shared memory's small pages would make every
- * level a TLB miss: eytz_image_import).
+ * service answers them), a copy of it, which spares each worker a load
+ * (reading and checking every page of the index).  A worker searches that
+ * copy in place when the query's shared memory is cheap to search
+ * (eytz_image_in_place), else it copies it into its own memory.
  */
 static Size
 reports_size(int nworkers)
@@ -1330,14 +1345,10 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 
 	eytz_read_meta(st->index, &st->share_meta);
 	st->share_bytes = 0;
-	/*
-	 * The shared copy holds keys and TIDs: a covering index's workers load
-	 * theirs.  Workers that the service answers need none.
-	 */
-	if (IndexRelationGetNumberOfAttributes(st->index) == 1 &&
-		!eytz_lookup_service_answers() &&
+	/* workers that the service answers need no image */
+	if (!eytz_lookup_service_answers() &&
 		eytz_image_resident(st->index, st->share_meta.generation))
-		st->share_bytes = eytz_image_shared_size(&st->share_meta);
+		st->share_bytes = eytz_image_shared_size(st->index, &st->share_meta);
 	return add_size(reports_size(pcxt->nworkers), st->share_bytes);
 }
 
@@ -1352,9 +1363,9 @@ eytz_join_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinat
 	if (st->share_bytes > 0)
 	{
 		shared->image_offset = reports_size(pcxt->nworkers);
-		shared->image_meta = st->share_meta;
 		shared->has_image = eytz_image_export(st->index, &st->share_meta,
-											  (char *) shared + shared->image_offset);
+											  (char *) shared + shared->image_offset,
+											  &shared->image_meta);
 	}
 	st->shared = shared;
 }
@@ -1374,12 +1385,14 @@ eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 	st->shared = (EytzJoinShared *) coordinate;
 	if (st->shared->has_image)
 	{
+		char	   *src = (char *) st->shared + st->shared->image_offset;
 		instr_time	t0,
 					t1;
 
+		st->image_share = eytz_image_in_place(src, 0) ? IMAGE_IN_PLACE : IMAGE_COPIED;
 		INSTR_TIME_SET_CURRENT(t0);
-		eytz_image_import(st->index, &st->shared->image_meta,
-						  (char *) st->shared + st->shared->image_offset);
+		eytz_image_import(st->index, &st->shared->image_meta, src,
+						  st->image_share == IMAGE_IN_PLACE);
 		INSTR_TIME_SET_CURRENT(t1);
 		INSTR_TIME_SUBTRACT(t1, t0);
 		st->import_ms = INSTR_TIME_GET_MILLISEC(t1);
@@ -1407,9 +1420,10 @@ eytz_join_shutdown(CustomScanState *node)
 			return;
 		r = &st->shared->reports[ParallelWorkerNumber];
 		report_add(st, r);
-		/* the worker's copy of the shared image is part of pinning its view */
+		/* taking up the shared image is part of pinning its view */
 		r->acquire_ms += st->import_ms;
 		st->import_ms = 0;
+		r->image_share = st->image_share;
 		pg_write_barrier();
 		r->done = true;
 		return;

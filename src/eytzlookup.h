@@ -131,10 +131,14 @@ extern bool eytz_lookup_service_answers(void);
  * will submit about nkeys keys (0 when what it needs is resident), and the
  * cost of one key's search on the device that would answer.  With
  * fresh_backend (a parallel worker's scan) nothing of this backend's
- * counts, and the GPU only through the eytzgpu service.
+ * counts but the image it shares with its workers, and the GPU only
+ * through the eytzgpu service; *touch_bytes is then the shared memory the
+ * worker's view first touches (the shared image, the index pages it loads),
+ * else 0.
  */
 extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-								  Cost *startup_cost, Cost *per_key_cost);
+								  Cost *startup_cost, Cost *per_key_cost,
+								  double *touch_bytes);
 
 /*
  * Within the seam (eytzlookupcost.c): the view that nkeys keys call for,

@@ -34,6 +34,8 @@
 #define PAGE_LOAD_OPS		350.0
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
+/* a parallel worker's copy of the image the leader shares: 100 us a MB */
+#define COPY_OPS_PER_MB		10000.0
 
 /* Levels a search visits, at least one (an empty index still costs a look) */
 static double
@@ -119,30 +121,48 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
 
 void
 eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-					  Cost *startup_cost, Cost *per_key_cost)
+					  Cost *startup_cost, Cost *per_key_cost, double *touch_bytes)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
 	bool		service = eytz_service_owns_gpu();
 	bool		gpu_ok;
+	bool		resident;
+	bool		shared;
 
 	eytz_read_meta(index, &meta);
 
 	/*
 	 * A parallel worker uses the GPU only through the service (as
-	 * choose_view decides) and starts with nothing resident: its copy of
-	 * the image the leader shares (eytzjoinexec.c) costs about what a load
-	 * does (2M keys on the 2-core VM: 127-415 ms against 108-131 ms).  The
-	 * service's copy serves every backend.
+	 * choose_view decides) and starts with nothing resident: it takes up the
+	 * image the leader shares when the leader (this backend) has it cached
+	 * (eytzjoinexec.c: searched in place, or copied), else loads its own,
+	 * first touching the index's shared buffers.  The service's copy serves
+	 * every backend.
 	 */
 	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU &&
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
-	(void) eytz_view_cost(&meta,
-						  !fresh_backend && eytz_image_resident(index, meta.generation),
-						  gpu_ok,
-						  gpu_ok && (service ? eytz_service_resident(index, &meta) :
-									 eytz_device_resident(index, meta.generation)),
-						  Max(nkeys, 1.0), startup_cost, per_key_cost);
+	resident = eytz_image_resident(index, meta.generation);
+	shared = fresh_backend && !gpu_ok && resident;
+	*touch_bytes = 0;
+	if (eytz_view_cost(&meta, resident && (shared || !fresh_backend),
+					   gpu_ok,
+					   gpu_ok && (service ? eytz_service_resident(index, &meta) :
+								  eytz_device_resident(index, meta.generation)),
+					   Max(nkeys, 1.0), startup_cost, per_key_cost) == EYTZ_VIEW_IMAGE &&
+		fresh_backend)
+	{
+		if (shared)
+		{
+			Size		bytes = eytz_image_shared_size(index, &meta);
+
+			*touch_bytes = bytes;
+			if (!eytz_image_in_place(NULL, bytes))
+				*startup_cost += cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0);
+		}
+		else
+			*touch_bytes = (double) (meta.nkeypages + meta.ntidpages) * BLCKSZ;
+	}
 	index_close(index, AccessShareLock);
 }

@@ -1,0 +1,157 @@
+# t/050_join_parallel_image.pl: the parallel EytzGPU Join's workers search
+# the leader's shared image in place (eytzgpu.parallel_image), which needs
+# the query's shared memory carved from the main shared memory
+# (min_dynamic_shared_memory; pg_regress runs without it).
+#
+# The workers alone run the join (parallel_leader_participation = off) after
+# the leader cached the image in a serial join of the same session.  Each
+# join's answer is compared with PostgreSQL's own (eytzgpu.enable_join =
+# off) by a count and a sum of hashes of the result rows; EXPLAIN ANALYZE
+# says how each worker took up the image:
+# 1. parallel_image = in_place: in place, for a plain index, a range join
+#    and an index-only join over a covering index (its included values are
+#    shared too); and after DELETE + VACUUM (tombstones) in another session
+#    while the leader's transaction held the image.
+# 2. auto (huge_pages is not on here) and copy: copied.
+# 3. Without min_dynamic_shared_memory the segment is one of its own: copied
+#    even with in_place.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('parallel_image');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+autovacuum = off
+min_dynamic_shared_memory = 64MB
+max_worker_processes = 8
+});
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION eytzgpu;
+	SELECT setseed(0.5);
+	CREATE TABLE pi (k int4, v int4, f float8);
+	INSERT INTO pi SELECT CASE WHEN g % 101 = 0 THEN NULL ELSE (random() * 30000)::int4 END,
+		g, CASE WHEN g % 7 = 0 THEN NULL ELSE g / 4.0 END
+	FROM generate_series(1, 100000) g;
+	INSERT INTO pi VALUES (-2147483648, -1, 0), (2147483647, -2, 0);
+	CREATE INDEX pi_k ON pi USING eytzgpu (k);
+	CREATE TABLE pc (k int4, v int4, f float8);
+	INSERT INTO pc SELECT * FROM pi;
+	CREATE INDEX pc_k ON pc USING eytzgpu (k) INCLUDE (v, f);
+	CREATE TABLE po (k int4, lo int4, hi int4, x int4);
+	INSERT INTO po SELECT CASE WHEN g % 53 = 0 THEN NULL ELSE (random() * 31000)::int4 - 500 END,
+		g % 30000, g % 30000 + g % 3, g
+	FROM generate_series(1, 20000) g;
+	INSERT INTO po VALUES (-2147483648, NULL, 5, -1), (2147483647, 2147483647, 2147483647, -2);
+	VACUUM ANALYZE pi, pc, po;
+});
+
+my $settings = q{
+	SET eytzgpu.device = cpu;
+	SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;
+	SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+	SET min_parallel_table_scan_size = 0;
+	SET eytzgpu.batch_size = 500;
+};
+my %joins = (
+	plain => 'SELECT o.x, i.v FROM po o JOIN pi i ON i.k = o.k',
+	left_range => 'SELECT o.x, i.v FROM po o LEFT JOIN pi i ON i.k BETWEEN o.lo AND o.hi',
+	covering => 'SELECT o.x, i.v, i.f FROM po o JOIN pc i ON i.k = o.k',);
+
+# the join's rows as a count and a sum of hashes (a multiset fingerprint)
+sub digest
+{
+	my ($q) = @_;
+	return "SELECT count(*), sum(hashtext(j::text)::int8) FROM ($q) j;";
+}
+
+# run NAME MODE: the join in workers after a serial run cached the leader's
+# image; returns (workers' image uses, answer, PostgreSQL's answer, plan)
+sub run
+{
+	my ($name, $mode) = @_;
+	my $q = $joins{$name};
+	my $out = $node->safe_psql(
+		'postgres', qq{
+		$settings
+		SET eytzgpu.parallel_image = $mode;
+		SET max_parallel_workers_per_gather = 0;
+		@{[ digest($q) ]}
+		SET max_parallel_workers_per_gather = 2;
+		SET parallel_leader_participation = off;
+		EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q;
+		@{[ digest($q) ]}
+		SET eytzgpu.enable_join = off;
+		@{[ digest($q) ]}
+	});
+	my @lines = split /\n/, $out;
+	my @uses = map { /Shared Image: (.*)/ ? $1 : () } @lines;
+	my ($serial, $parallel, $reference) = grep { /^\d+\|-?\d+$/ } @lines;
+	is($serial, $reference, "$name: the serial join is right");
+	like($out, qr/Parallel Custom Scan \(EytzGPU Join\)/, "$name: parallel plan");
+	like($out, qr/Workers Launched: 2/, "$name: two workers");
+	return (join(',', @uses), $parallel, $reference, $out);
+}
+
+# ---- 1. in place
+for my $name (sort keys %joins)
+{
+	my ($uses, $parallel, $reference, $plan) = run($name, 'in_place');
+	is($uses, 'in place,in place', "$name: workers search the image in place")
+	  or diag($plan);
+	is($parallel, $reference, "$name: parallel answer is PostgreSQL's");
+	like($plan, qr/Index Only: true/, "$name: index-only") if $name eq 'covering';
+}
+
+# tombstones since the leader's load: a session inside a transaction that
+# cached the image before another session's DELETE + VACUUM; whatever it
+# holds by then (its relcache invalidation drops the image), the workers
+# must answer for the current index
+for my $name ('plain', 'covering')
+{
+	my $q = $joins{$name};
+	my $table = $name eq 'plain' ? 'pi' : 'pc';
+	my $leader = $node->background_psql('postgres');
+	$leader->query_safe($settings);
+	$leader->query_safe('SET eytzgpu.parallel_image = in_place');
+	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+	$leader->query_safe('BEGIN');
+	$leader->query_safe(digest($q));
+	$node->safe_psql('postgres', "DELETE FROM $table WHERE v % 5 = 0; VACUUM $table");
+	is( $node->safe_psql('postgres',
+			"SELECT dead > 0 AND pending = 0 FROM eytzgpu_info('${table}_k')"),
+		't', "$name: VACUUM left tombstones and no merge");
+	$leader->query_safe('SET max_parallel_workers_per_gather = 2');
+	$leader->query_safe('SET parallel_leader_participation = off');
+	my $parallel = $leader->query_safe(digest($q));
+	$leader->query_safe('SET eytzgpu.enable_join = off');
+	is($parallel, $leader->query_safe(digest($q)),
+		"$name after VACUUM: parallel answer is PostgreSQL's");
+	$leader->query_safe('COMMIT');
+	$leader->quit;
+}
+
+# ---- 2. auto without huge pages, and copy
+for my $mode ('auto', 'copy')
+{
+	my ($uses, $parallel, $reference) = run('covering', $mode);
+	is($uses, 'copied,copied', "$mode: workers copy the image");
+	is($parallel, $reference, "$mode: parallel answer is PostgreSQL's");
+}
+
+# ---- 3. a segment of its own
+$node->append_conf('postgresql.conf', 'min_dynamic_shared_memory = 0');
+$node->restart;
+{
+	my ($uses, $parallel, $reference) = run('plain', 'in_place');
+	is($uses, 'copied,copied', 'without min_dynamic_shared_memory: copied');
+	is($parallel, $reference, "without min_dynamic_shared_memory: parallel answer is PostgreSQL's");
+}
+
+$node->stop;
+done_testing();
