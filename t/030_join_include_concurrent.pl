@@ -104,7 +104,9 @@ $node->pgbench(
 
 is($node->safe_psql('postgres', "SELECT eytzgpu_verify('ji_k', true)"),
 	't', 'the index passes verify after the run');
-$node->safe_psql('postgres', 'VACUUM ji');
+# INDEX_CLEANUP ON: with few pages holding dead items VACUUM may skip the
+# index pass, and pages left with dead line pointers are not all-visible
+$node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) ji');
 is( $node->safe_psql('postgres', "$settings $join"),
 	$node->safe_psql('postgres',
 		"$settings SET eytzgpu.enable_join = off; SET enable_hashjoin = on; $join"),
