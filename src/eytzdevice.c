@@ -111,9 +111,6 @@ struct EytzGpuEntry
 	int			key_column;		/* -1: nothing attached */
 	int			widths[EYTZGPU_MAX_COLUMNS];
 	uint32		mask;			/* the columns join batches return now */
-	/* a batch submitted and not yet waited for; empty: nothing to look up */
-	bool		in_flight;
-	bool		in_flight_empty;
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
@@ -465,76 +462,26 @@ stage_result(const EytzGpuEntry *e, const EytzGpuJoinResult *res, uint64 n,
 }
 
 /*
- * The batch an error left in flight between its submit and its wait: its
- * results are dropped (the library takes one batch at a time)
- */
-static void
-drain(EytzGpuEntry *e)
-{
-	char		errbuf[256];
-
-	if (e->in_flight && !e->in_flight_empty)
-		(void) eytzgpu_lookup_join_wait(e->handle, NULL, errbuf, sizeof(errbuf));
-	e->in_flight = false;
-}
-
-/*
- * Queue queries first..nq-1 of a batch on the GPU with the library's
+ * Look up queries first..nq-1 of a batch on the GPU with the library's
  * join-shaped call: it narrows the keys, drops tombstones and answers the
  * longest prefix of the queries whose matches fit in max, sorted by (tid,
- * row), so the matches are copied out as they come.  Points go as points
- * (no count pass on a unique index), and rows that ascend (an outer
- * batch's always do) are said to (a cheaper sort).  The inputs are copied
- * before this returns.
+ * row), so the matches are copied out as they come.  *nq_done = 0 with no
+ * matches: query first alone has more than max (the caller walks it).
+ * Points go as points (no count pass on a unique index), and rows that
+ * ascend (an outer batch's always do) are said to (a cheaper sort).
  */
 bool
-eytz_device_lookup_join_submit(EytzGpuEntry *e, const uint64 *lo,
-							   const uint64 *hi, const uint32 *rows,
-							   uint32 nq, uint32 first, uint32 max,
-							   const EytzStage *stage, char **why)
-{
-	char		errbuf[256];
-	bool		point;
-	bool		ascending;
-	int			rc;
-
-	drain(e);
-	if (!set_join_columns(e, stage, why))
-		return false;
-	e->in_flight = true;
-	e->in_flight_empty = first >= nq;
-	if (first >= nq)
-		return true;
-	eytz_device_batch_shape(lo + first, hi ? hi + first : NULL, rows + first,
-							nq - first, &point, &ascending);
-	errbuf[0] = '\0';
-	rc = eytzgpu_lookup_join_submit(e->handle, lo + first,
-									point ? NULL : hi + first, rows + first,
-									nq - first, max,
-									ascending ? EYTZGPU_ROWS_ASCENDING : 0,
-									errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
-	{
-		e->in_flight = false;
-		*why = gpu_error("GPU lookup", rc, errbuf);
-		return false;
-	}
-	return true;
-}
-
-/*
- * The matches of the batch submitted last: copied to out as they come.
- * *nq_done = 0 with no matches: the batch's first query alone has more
- * than max (the caller walks it).
- */
-bool
-eytz_device_lookup_join_wait(EytzGpuEntry *e, EytzMatch *out, uint32 *nout,
-							 uint32 *nq_done, double *kernel_ms,
-							 double *transfer_ms, EytzStage *stage,
-							 uint32 stage_from, bool *staged, char **why)
+eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
+						const uint32 *rows, uint32 nq, uint32 first,
+						uint32 max, EytzMatch *out, uint32 *nout,
+						uint32 *nq_done, double *kernel_ms,
+						double *transfer_ms, EytzStage *stage,
+						uint32 stage_from, bool *staged, char **why)
 {
 	EytzGpuJoinResult res;
 	char		errbuf[256];
+	bool		point;
+	bool		ascending;
 	uint64		j;
 	int			rc;
 
@@ -543,12 +490,17 @@ eytz_device_lookup_join_wait(EytzGpuEntry *e, EytzMatch *out, uint32 *nout,
 	*kernel_ms = 0;
 	*transfer_ms = 0;
 	*staged = false;
-	Assert(e->in_flight);
-	e->in_flight = false;
-	if (e->in_flight_empty)
+	if (first >= nq)
 		return true;
+	if (!set_join_columns(e, stage, why))
+		return false;
+	eytz_device_batch_shape(lo + first, hi ? hi + first : NULL, rows + first,
+							nq - first, &point, &ascending);
 	errbuf[0] = '\0';
-	rc = eytzgpu_lookup_join_wait(e->handle, &res, errbuf, sizeof(errbuf));
+	rc = eytzgpu_lookup_join(e->handle, lo + first, point ? NULL : hi + first,
+							 rows + first, nq - first, max,
+							 ascending ? EYTZGPU_ROWS_ASCENDING : 0, &res,
+							 errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
 		*why = gpu_error("GPU lookup", rc, errbuf);
@@ -701,20 +653,12 @@ eytz_device_release(EytzGpuEntry *entry)
 }
 
 bool
-eytz_device_lookup_join_submit(EytzGpuEntry *entry, const uint64 *lo,
-							   const uint64 *hi, const uint32 *rows,
-							   uint32 nq, uint32 first, uint32 max,
-							   const EytzStage *stage, char **why)
-{
-	*why = "eytzgpu was built without CUDA";
-	return false;
-}
-
-bool
-eytz_device_lookup_join_wait(EytzGpuEntry *entry, EytzMatch *out, uint32 *nout,
-							 uint32 *nq_done, double *kernel_ms,
-							 double *transfer_ms, EytzStage *stage,
-							 uint32 stage_from, bool *staged, char **why)
+eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo, const uint64 *hi,
+						const uint32 *rows, uint32 nq, uint32 first,
+						uint32 max, EytzMatch *out, uint32 *nout,
+						uint32 *nq_done, double *kernel_ms,
+						double *transfer_ms, EytzStage *stage,
+						uint32 stage_from, bool *staged, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;
@@ -735,19 +679,3 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 }
 
 #endif							/* EYTZ_HAVE_CUDA */
-
-/* The two halves at once */
-bool
-eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
-						const uint32 *rows, uint32 nq, uint32 first,
-						uint32 max, EytzMatch *out, uint32 *nout,
-						uint32 *nq_done, double *kernel_ms,
-						double *transfer_ms, EytzStage *stage,
-						uint32 stage_from, bool *staged, char **why)
-{
-	return eytz_device_lookup_join_submit(e, lo, hi, rows, nq, first, max,
-										  stage, why) &&
-		eytz_device_lookup_join_wait(e, out, nout, nq_done, kernel_ms,
-									 transfer_ms, stage, stage_from, staged,
-									 why);
-}

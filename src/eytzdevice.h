@@ -99,27 +99,6 @@ extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
 									char **why);
 
 /*
- * eytz_device_lookup_join in two halves, so that the GPU looks a batch up
- * while the caller fills the next one: submit copies the inputs (lo, hi
- * and rows may be reused once it returns) and queues the lookup; wait
- * returns its matches as eytz_device_lookup_join does, and takes the
- * stage that submit was given (its columns were asked for then).  One
- * batch in flight per entry: submit, then wait, before the next submit
- * (a batch an error left in flight is dropped by the next submit).
- */
-extern bool eytz_device_lookup_join_submit(EytzGpuEntry *entry,
-										   const uint64 *lo, const uint64 *hi,
-										   const uint32 *rows, uint32 nq,
-										   uint32 first, uint32 max,
-										   const EytzStage *stage, char **why);
-extern bool eytz_device_lookup_join_wait(EytzGpuEntry *entry, EytzMatch *out,
-										 uint32 *nout, uint32 *nq_done,
-										 double *kernel_ms,
-										 double *transfer_ms,
-										 EytzStage *stage, uint32 stage_from,
-										 bool *staged, char **why);
-
-/*
  * The shape of a GPU batch of n queries: *points when every lo[i] ==
  * hi[i] or hi is NULL (pass hi = NULL to the GPU then: no count pass on a
  * unique index), *ascending when rows[i] < rows[i + 1] throughout
