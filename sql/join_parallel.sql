@@ -161,7 +161,8 @@ RESET eytzgpu.page_touch_cost;
 
 -- index-only joins: the leader shares its cached image with the workers, a
 -- covering index's included values with it (t/050_join_parallel_image.pl:
--- searched in place).  The workers alone run the join.
+-- searched in place).  The workers alone run the join, on the CPU: a
+-- backend's own GPU serves no worker (the serial GPU join would win there).
 CREATE TABLE jp_plain (k int4);
 INSERT INTO jp_plain SELECT g % 5000 FROM generate_series(1, 30000) g;
 CREATE INDEX jp_plain_k ON jp_plain USING eytzgpu (k);
@@ -170,6 +171,7 @@ INSERT INTO jp_cover SELECT g % 5000, g FROM generate_series(1, 30000) g;
 CREATE INDEX jp_cover_kv ON jp_cover USING eytzgpu (k) INCLUDE (v);
 VACUUM ANALYZE jp_plain;
 VACUUM ANALYZE jp_cover;
+SET eytzgpu.device = cpu;
 SET parallel_leader_participation = off;
 SELECT join_plan('SELECT o.x FROM jp_outer o JOIN jp_plain i ON i.k = o.k');
 SELECT join_plan('SELECT o.x, i.v FROM jp_outer o JOIN jp_cover i ON i.k = o.k');
@@ -189,3 +191,4 @@ VACUUM jp_cover;
 SELECT join_check('SELECT o.x FROM jp_outer o JOIN jp_plain i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_cover i ON i.k = o.k');
 RESET parallel_leader_participation;
+RESET eytzgpu.device;
