@@ -214,8 +214,10 @@ typedef struct EytzJoinState
 	bool		outer_per_match;	/* a match's projection or quals read
 									 * outer columns */
 	bool		flags_per_match;	/* a match marks its row matched */
-	bool		rowless_index_matches;	/* a match the index answers reads
-										 * nothing of its batch row */
+	bool		keep_rows;		/* the batch keeps its rows (BatchRow): a
+								 * match reads outer values or flags */
+	bool		point_keys;		/* every key clause is an equality: a
+								 * query's range is one key */
 
 	/* opened at the first batch */
 	Relation	index;
@@ -465,8 +467,10 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->innerqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_INNERQUAL), ps);
 	st->outer_per_match = reads_outer_columns(st, cscan);
 	st->flags_per_match = st->jointype != JOIN_INNER || st->single_match;
-	st->rowless_index_matches = st->index_only && !st->outer_per_match &&
-		!st->flags_per_match;
+	st->keep_rows = st->outer_per_match || st->flags_per_match;
+	st->point_keys = true;
+	for (i = 0; i < st->nclauses; i++)
+		st->point_keys &= st->strategies[i] == BTEqualStrategyNumber;
 
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
@@ -625,6 +629,9 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 /*
  * Read the next batch of outer rows and submit their key ranges.  The rows
  * and their copied values stay within the outer rows' share of work_mem.
+ * Where no match reads anything of its row but the key range (an inner
+ * join whose projection and quals read no outer column), the batch keeps
+ * only the queries, and a match's "row" is its query.
  */
 static void
 fill_batch(EytzJoinState *st)
@@ -639,7 +646,27 @@ fill_batch(EytzJoinState *st)
 	st->nrows = 0;
 	st->nq = 0;
 
-	while (st->nrows < want && (st->nrows == 0 || used < st->rows_mem))
+	while (!st->keep_rows && st->nrows < want)
+	{
+		TupleTableSlot *slot = ExecProcNode(outer);
+
+		if (TupIsNull(slot))
+		{
+			st->outer_done = true;
+			break;
+		}
+		/* nothing of the row is kept: its query stands for it */
+		slot_getallattrs(slot);
+		econtext->ecxt_scantuple = slot;
+		if (row_range(st, econtext, &st->qlo[st->nq], &st->qhi[st->nq]))
+		{
+			st->qrow[st->nq] = st->nq;
+			st->nq++;
+		}
+		ResetExprContext(econtext);
+		st->nrows++;
+	}
+	while (st->keep_rows && st->nrows < want && (st->nrows == 0 || used < st->rows_mem))
 	{
 		TupleTableSlot *slot = ExecProcNode(outer);
 		uint32		row = st->nrows;
@@ -961,15 +988,40 @@ other_quals_pass(EytzJoinState *st)
 	return true;
 }
 
-/* What the matches of batch row "row" will read of it */
-static inline void
+/*
+ * What the matches of batch row "row" will read of it.  Always inlined: a
+ * call of its own, which has no effect GCC counts, is deleted.
+ */
+static pg_attribute_always_inline void
 prefetch_row(EytzJoinState *st, uint32 row)
 {
-	BatchRow   *r = batch_row(st, row);
+	BatchRow   *r;
 
+	if (!st->keep_rows)
+	{
+		/* its query's range */
+		__builtin_prefetch(&st->qlo[row]);
+		if (!st->point_keys)
+			__builtin_prefetch(&st->qhi[row]);
+		return;
+	}
+	r = batch_row(st, row);
 	__builtin_prefetch(r);
 	/* a row across two cache lines: its flags are in the second */
 	__builtin_prefetch(row_flags(st, r));
+}
+
+/*
+ * Is key in the range of batch row "row" (r, or without kept rows its
+ * query's)?
+ */
+static inline bool
+in_row_range(EytzJoinState *st, uint32 row, const BatchRow *r, uint64 key)
+{
+	if (r == NULL)
+		return st->point_keys ? key == st->qlo[row] :
+			key >= st->qlo[row] && key <= st->qhi[row];
+	return key >= r->lo && key <= r->hi;
 }
 
 /*
@@ -1022,9 +1074,9 @@ next_chunk(EytzJoinState *st)
 /*
  * The next match of an index-only chunk's first pass that the index
  * answers, its inner columns in the scan slot, or NULL at the end of the
- * pass; the others are set aside for the heap.  No batch row is read where
- * the plan reads nothing of it per match (the index's entry is in the row's
- * key range: no recheck; an inner join keeps no flags).
+ * pass; the others are set aside for the heap.  The index's entry is in
+ * the row's key range (no recheck): without kept rows nothing of the row
+ * is read.
  */
 static const EytzMatch *
 next_index_match(EytzJoinState *st, BatchRow **r)
@@ -1040,7 +1092,7 @@ next_index_match(EytzJoinState *st, BatchRow **r)
 			continue;
 		}
 		*r = NULL;
-		if (!st->rowless_index_matches)
+		if (st->keep_rows)
 		{
 			/* the rows of the matches ahead, at random in the batch: their misses overlap */
 			if (ahead < st->nchunk && st->from_index[ahead])
@@ -1072,7 +1124,7 @@ next_heap_match(EytzJoinState *st, BatchRow **r)
 		if (st->pos + EYTZ_ROW_AHEAD < st->nchunk)
 			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
 		m = &st->chunk[st->pos++];
-		*r = batch_row(st, m->row);
+		*r = st->keep_rows ? batch_row(st, m->row) : NULL;
 		if (st->single_match && row_flags(st, *r)[FLAG_MATCHED])
 			continue;
 		if (m->tid != st->cur_tid)
@@ -1105,8 +1157,11 @@ next_match(EytzJoinState *st)
 				return NULL;
 			continue;
 		}
-		/* recheck: the heap tuple's key must be in the row's range */
-		if (r && (st->cur_key < r->lo || st->cur_key > r->hi))
+		/*
+		 * recheck: the heap tuple's key must be in the row's range (an
+		 * index entry's is: the lookup returned it for that range)
+		 */
+		if (!st->index_pass && !in_row_range(st, m->row, r, st->cur_key))
 			continue;
 		stage_enter(st, STAGE_QUAL);
 		if (st->outer_per_match)
