@@ -236,6 +236,10 @@ typedef struct EytzJoinState
 	MemoryContext innercxt;		/* whole-row values of the current inner tuple */
 	Buffer		vmbufs[EYTZ_VM_BUFS];	/* index-only: visibility map pages */
 	bool	   *from_index;		/* index-only: per match of the chunk */
+	uint8	   *vm_seen;		/* index-only: per heap block below
+								 * vm_seen_blocks, its visibility as the
+								 * chunk's classification found it */
+	BlockNumber vm_seen_blocks;
 	const EytzChunkColumns *cols;	/* index-only: the chunk's values */
 	bool		index_pass;		/* index-only: the chunk's first pass */
 	EytzMatch  *deferred;		/* index-only: the chunk's matches for the
@@ -523,8 +527,9 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 /*
  * A chunk's bytes per match: the match and its sort scratch, and for an
  * index-only plan its values as the lookup collects them (key, flag, the
- * included columns asked for), whether the index answers it and, for the
- * heap, a copy and its sort scratch
+ * included columns asked for), whether the index answers it, for the
+ * heap a copy and its sort scratch, and the room of four heap blocks in
+ * the visibility memo (vm_seen)
  */
 static Size
 chunk_match_bytes(EytzJoinState *st)
@@ -534,7 +539,7 @@ chunk_match_bytes(EytzJoinState *st)
 	if (st->index_only)
 		bytes += sizeof(uint64) + sizeof(bool) +
 			pg_popcount32(st->include_mask) * (sizeof(Datum) + sizeof(bool)) +
-			sizeof(bool) + 2 * sizeof(EytzMatch);
+			sizeof(bool) + 2 * sizeof(EytzMatch) + 4;
 	return bytes;
 }
 
@@ -604,6 +609,13 @@ eytz_join_start(EytzJoinState *st)
 	st->rows_mem = mem_limit - chunk_mem;
 	st->chunk_cap = (uint32) Min(Max(chunk_mem / chunk_match_bytes(st), EYTZ_MIN_CHUNK),
 								 (Size) PG_INT32_MAX);
+	/* the classification's memo: at most four bytes a match (chunk_match_bytes) */
+	if (st->index_only)
+	{
+		st->vm_seen_blocks = (BlockNumber) Min((uint64) RelationGetNumberOfBlocks(st->heap),
+											   (uint64) st->chunk_cap * 4);
+		st->vm_seen = MemoryContextAllocHuge(cxt, Max(st->vm_seen_blocks, 1));
+	}
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 	alloc_batch_arrays(st);
@@ -786,22 +798,36 @@ block_all_visible(EytzJoinState *st, BlockNumber blk)
 	return VM_ALL_VISIBLE(st->heap, blk, vmbuf);
 }
 
+/* vm_seen: not looked up yet in this chunk, not all-visible, all-visible */
+#define VM_UNSEEN 0
+#define VM_NOT_ALL_VISIBLE 1
+#define VM_ALL_VISIBLE_SEEN 2
+
 /*
  * Index-only: which matches of the new (unsorted) chunk take their values
  * from the index: those the lookup returned values for, on heap pages the
  * visibility map shows all-visible (every tuple there is visible to every
  * snapshot), as long as no VACUUM has removed an entry of the chunk's view
  * since it was read (asked after the map, see eytz_lookup_chunk_current).
+ * A chunk with at least a quarter as many matches as the table has blocks
+ * looks each block up once (vm_seen); smaller ones ask the map each time
+ * the block changes.
  */
 static void
 classify_chunk(EytzJoinState *st)
 {
 	BlockNumber blk = InvalidBlockNumber;
+	BlockNumber seen_blocks = 0;
 	bool		all_visible = false;
 	bool		any = false;
 	uint32		i;
 
 	st->cols = eytz_lookup_columns(st->lookup);
+	if ((uint64) st->nchunk * 4 >= st->vm_seen_blocks)
+	{
+		seen_blocks = st->vm_seen_blocks;
+		memset(st->vm_seen, VM_UNSEEN, seen_blocks);
+	}
 	for (i = 0; i < st->nchunk; i++)
 	{
 		if (!st->cols->have[st->chunk[i].unused])
@@ -812,7 +838,15 @@ classify_chunk(EytzJoinState *st)
 		if (eytz_tid_block(st->chunk[i].tid) != blk)
 		{
 			blk = eytz_tid_block(st->chunk[i].tid);
-			all_visible = block_all_visible(st, blk);
+			if (blk >= seen_blocks)
+				all_visible = block_all_visible(st, blk);
+			else
+			{
+				if (st->vm_seen[blk] == VM_UNSEEN)
+					st->vm_seen[blk] = block_all_visible(st, blk) ?
+						VM_ALL_VISIBLE_SEEN : VM_NOT_ALL_VISIBLE;
+				all_visible = st->vm_seen[blk] == VM_ALL_VISIBLE_SEEN;
+			}
 		}
 		st->from_index[i] = all_visible;
 		any |= all_visible;
