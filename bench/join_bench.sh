@@ -39,6 +39,8 @@ sql() { $PSQL -At -c "$1"; }
 
 # time_query NAME SETTINGS QUERY [BUDGET]: runs QUERY REPEAT times in one
 # session; with BUDGET, then once under EXPLAIN ANALYZE for the stage budget
+# and once more with TIMING OFF (outer+fill and lookup without clock reads
+# per row)
 time_query() {
 	local name=$1 settings=$2 query=$3 budget=${4:-}
 	local f="$OUT/${name//[^A-Za-z0-9]/_}.log"
@@ -49,6 +51,7 @@ time_query() {
 		for _ in $(seq "$REPEAT"); do echo "$query;"; done
 		if [ -n "$budget" ]; then
 			echo "EXPLAIN (ANALYZE, COSTS OFF) $query;"
+			echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $query;"
 		else
 			echo "EXPLAIN (ANALYZE, TIMING OFF) $query;"
 		fi
@@ -66,12 +69,17 @@ time_query() {
 	return 0
 }
 
-# stage_budget NAME LOG BEST: the EytzGPU Join node's stages from the last
+# stage_budget NAME LOG BEST: the EytzGPU Join node's stages from the
 # EXPLAIN ANALYZE, beside the best run without it (the clock reads of the
 # stage budget cost about two per match: the node's time under EXPLAIN
-# ANALYZE exceeds the untimed query's)
+# ANALYZE exceeds the untimed query's); outer+fill and lookup also as the
+# TIMING OFF run shows them (in parentheses: no clock read per row, neither
+# the node's nor the outer Seq Scan's)
 stage_budget() {
 	awk -v name="$1" -v best="$3" '
+		/Custom Scan \(EytzGPU Join\) \(actual rows=/ { untimed = 1 }
+		untimed && / Outer Time: / { outer_off = $3 } untimed && / Lookup Time: / { lookup_off = $3 }
+		untimed { next }
 		/Custom Scan \(EytzGPU Join\)/ { match($0, /actual time=[0-9.]+\.\.[0-9.]+/);
 			split(substr($0, RSTART + 12, RLENGTH - 12), a, "\\.\\."); total = a[2] + 0 }
 		/ Lookups: / { keys = $2 } / Matches: / { matches = $2 } / Heap Fetches: / { fetches = $3 }
@@ -86,8 +94,9 @@ stage_budget() {
 			sum = outer + lookup + fetch + qual + own
 			per_block = "no block read"
 			if (blocks > 0) per_block = sprintf("%.1f fetches a block", fetches / blocks)
-			printf "| %-38s | %8.0f | %8.0f | %6.0f | %6.1f (search %.1f, transfer %.1f, kernel %.1f, sort %.1f) | %6.0f (%s) | %6.0f | %6.0f | %5.1f%% |\n",
-				name, best, total, outer * 1e6 / rows, lookup * 1e6 / keys, search * 1e6 / keys, xfer * 1e6 / keys,
+			printf "| %-38s | %8.0f | %8.0f | %6.0f (%.0f) | %6.1f (%.1f; search %.1f, transfer %.1f, kernel %.1f, sort %.1f) | %6.0f (%s) | %6.0f | %6.0f | %5.1f%% |\n",
+				name, best, total, outer * 1e6 / rows, outer_off * 1e6 / rows, lookup * 1e6 / keys, lookup_off * 1e6 / keys,
+				search * 1e6 / keys, xfer * 1e6 / keys,
 				kern * 1e6 / keys, sort * 1e6 / keys, fetch * 1e6 / matches,
 				per_block,
 				qual * 1e6 / matches, own * 1e6 / rows, sum * 100 / total
@@ -161,7 +170,7 @@ if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	sql "DROP INDEX inner_ez_gpu"
 fi
 
-echo "| plan | query ms, untimed | node ms, EXPLAIN ANALYZE | outer+fill ns/row | lookup ns/key | heap fetch ns/match (heap fetches per block visit) | qual+projection ns/match | own ns/row | stages/node |" >>"$OUT/budget.md"
+echo "| plan | query ms, untimed | node ms, EXPLAIN ANALYZE | outer+fill ns/row (TIMING OFF) | lookup ns/key (TIMING OFF) | heap fetch ns/match (heap fetches per block visit) | qual+projection ns/match | own ns/row | stages/node |" >>"$OUT/budget.md"
 echo "|---|---:|---:|---:|---|---:|---:|---:|---:|" >>"$OUT/budget.md"
 ON="SET eytzgpu.enable_join = on; SET work_mem = '1GB'; $SERIAL"
 FORCE="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;"

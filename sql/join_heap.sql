@@ -46,6 +46,17 @@ SELECT join_check('SELECT o.x, i.v FROM jh_outer o LEFT JOIN jh_inner i ON i.k =
 SET eytzgpu.batch_size = 333;
 SELECT join_check('SELECT o.x, i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
 RESET eytzgpu.batch_size;
+-- nothing per match reads the outer row: the batch keeps only its queries,
+-- against whose ranges the fetched keys are rechecked
+SELECT join_check('SELECT i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
+SELECT join_check('SELECT i.k, i.v FROM jh_outer o JOIN jh_inner i ON i.k BETWEEN o.k AND o.k + 3');
+SELECT join_check('SELECT i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.n');
+SET eytzgpu.batch_size = 333;
+SET work_mem = '64kB';
+SELECT join_check('SELECT i.v FROM jh_outer o JOIN jh_inner i ON i.k = o.k');
+SELECT join_check('SELECT i.k FROM jh_outer o JOIN jh_inner i ON i.k > o.k - 2 AND i.k <= o.k + 1');
+RESET work_mem;
+RESET eytzgpu.batch_size;
 
 -- a LIMIT stops the join with blocks pinned ahead; a rescan per outer value
 -- of the lateral query starts over (counts: LIMIT picks any rows)

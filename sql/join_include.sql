@@ -104,6 +104,10 @@ BEGIN
 	-- or only a join qual does
 	RETURN NEXT join_check('SELECT i.k, i.s, i.v FROM ji_outer o JOIN ji_inner i ON i.k BETWEEN o.lo AND o.hi');
 	RETURN NEXT join_check('SELECT i.v, i.d FROM ji_outer o JOIN ji_inner i ON i.k = o.k AND i.v > o.x * 1000000::int8 - 5000000000');
+	-- a LIMIT stops a chunk in its first pass, before its heap matches
+	RETURN NEXT join_check('SELECT count(*) FROM (SELECT i.v FROM ji_outer o JOIN ji_inner i ON i.k = o.k LIMIT 1000) s');
+	-- a row answered by the index and by the heap (pages not all-visible)
+	RETURN NEXT join_check('SELECT o.x FROM ji_outer o WHERE EXISTS (SELECT 1 FROM ji_inner i WHERE i.k BETWEEN o.lo AND o.hi)');
 END $$;
 SELECT ji_checks();
 

@@ -569,11 +569,13 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 							above, \
 							mask; \
 \
+				/* two loops without a branch, unrolled where k is fixed */ \
+				_Pragma("GCC unroll 16") \
 				for (c = 0; c < k - 1; c++) \
-				{ \
 					j += nk[c] < lo; \
-					bad |= c > 0 && nk[c] < nk[c - 1]; \
-				} \
+				_Pragma("GCC unroll 16") \
+				for (c = 1; c < k - 1; c++) \
+					bad |= nk[c] < nk[c - 1]; \
 				if (unlikely(bad)) \
 					EYTZ_CORRUPT(index, img->meta.keys_start + s / img->meta.keys_per_page, \
 								 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.", s); \

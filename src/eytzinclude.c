@@ -190,18 +190,6 @@ eytz_region_array_bytes(const EytzRegionArray *arr, uint64 n, uint32 p)
 	return arr->width > 0 ? cnt * arr->width : (cnt + 7) / 8;
 }
 
-void
-eytz_include_store(char *dst, int width, Datum value)
-{
-	store_att_byval(dst, value, width);
-}
-
-Datum
-eytz_include_fetch(const char *src, int width)
-{
-	return fetch_att(src, true, width);
-}
-
 /*
  * Bytes of a pending entry with ncols included columns: (key, TID), then
  * ncols Datums and a uint32 NULL mask, rounded up to 8; 16 without.

@@ -14,6 +14,8 @@
 #ifndef EYTZINCLUDE_H
 #define EYTZINCLUDE_H
 
+#include "access/tupmacs.h"
+
 #include "eytzgpu.h"
 
 /* bits of a NULL page */
@@ -60,9 +62,21 @@ extern void eytz_region_array(const EytzMetaPageData *meta, const EytzInclude *i
 							  int a, EytzRegionArray *arr);
 extern Size eytz_region_array_bytes(const EytzRegionArray *arr, uint64 n, uint32 p);
 
-/* A value's bytes in a value page, and back */
-extern void eytz_include_store(char *dst, int width, Datum value);
-extern Datum eytz_include_fetch(const char *src, int width);
+/*
+ * A value's bytes in a value page, and back (inline: an index-only join
+ * reads one per match)
+ */
+static inline void
+eytz_include_store(char *dst, int width, Datum value)
+{
+	store_att_byval(dst, value, width);
+}
+
+static inline Datum
+eytz_include_fetch(const char *src, int width)
+{
+	return fetch_att(src, true, width);
+}
 
 /* Whole column c of a generation: values (nentries * width bytes), nulls ((nentries + 7) / 8 bytes) */
 extern void eytz_region_load_include(Relation index, const EytzMetaPageData *meta,

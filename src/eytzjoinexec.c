@@ -15,7 +15,10 @@
  * are applied as a nested loop would.  An index-only plan (the index holds
  * every inner column the join reads) takes a match's values from the index
  * instead when the visibility map says its heap page is all-visible, as an
- * Index Only Scan does, and reads only the other pages.  LEFT and ANTI emit the unmatched rows
+ * Index Only Scan does, and reads only the other pages: its chunks come
+ * unsorted, the matches the index answers are returned in the order they
+ * come, and the others are sorted by TID and fetched from the heap after
+ * them (the chunk's second pass).  LEFT and ANTI emit the unmatched rows
  * of a batch after its last chunk; SEMI and ANTI (and unique inner sides)
  * skip a row's further matches.
  *
@@ -31,7 +34,11 @@
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
  * that moves from stage to stage (outer scan and batch fill, lookup, heap
  * fetch, qual and projection, the node's own control flow), so the stages
- * add up to the node's time.
+ * add up to the node's time.  With TIMING OFF only the outer scan and
+ * batch fill and the lookup are timed, once per batch and per chunk: no
+ * clock is read per row, here or in the outer plan (whose own
+ * instrumentation reads two per row with TIMING ON), so these two stages
+ * show what they cost without EXPLAIN.
  */
 #include "postgres.h"
 
@@ -77,6 +84,17 @@ int			eytz_batch_size = 1048576;
 #define NO_ROW PG_UINT32_MAX
 /* matches ahead whose batch rows are prefetched */
 #define EYTZ_ROW_AHEAD 8
+
+/*
+ * Index-only: visibility map pages kept pinned at once.  An unsorted chunk
+ * checks its heap blocks in random order; one buffer for all map pages
+ * would be given up and pinned again at nearly every check.  A map page
+ * covers about 32k heap blocks (256 MB), so four cover a 1 GB table, and
+ * the scan's pins stay within the backend's private refcount array (8).
+ * Map pages share these buffers by their number modulo EYTZ_VM_BUFS.
+ */
+#define EYTZ_VM_BUFS 4
+#define EYTZ_VM_HEAPBLOCKS_PER_PAGE ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) * 4)
 
 /*
  * What the matches of a batch row need of it, in one place: its key range,
@@ -200,8 +218,13 @@ typedef struct EytzJoinState
 	bool		outer_per_match;	/* a match's projection or quals read
 									 * outer columns */
 	bool		flags_per_match;	/* a match marks its row matched */
-	bool		rowless_index_matches;	/* a match the index answers reads
-										 * nothing of its batch row */
+	bool		keep_rows;		/* the batch keeps its rows (BatchRow): a
+								 * match reads outer values or flags */
+	bool		point_keys;		/* every key clause is an equality: a
+								 * query's range is one key */
+	bool		plain_key;		/* one clause, an equality on an outer
+								 * column of the index's key type */
+	bool		key_exprs;		/* a key clause evaluates an expression */
 
 	/* opened at the first batch */
 	Relation	index;
@@ -211,9 +234,19 @@ typedef struct EytzJoinState
 	EytzLookup *lookup;
 	EytzHeapFetch *hf;
 	MemoryContext innercxt;		/* whole-row values of the current inner tuple */
-	Buffer		vmbuf;			/* index-only: the visibility map page */
+	Buffer		vmbufs[EYTZ_VM_BUFS];	/* index-only: visibility map pages */
 	bool	   *from_index;		/* index-only: per match of the chunk */
+	uint8	   *vm_seen;		/* index-only: per heap block below
+								 * vm_seen_blocks, its visibility as the
+								 * chunk's classification found it */
+	BlockNumber vm_seen_blocks;
 	const EytzChunkColumns *cols;	/* index-only: the chunk's values */
+	bool		index_pass;		/* index-only: the chunk's first pass */
+	EytzMatch  *deferred;		/* index-only: the chunk's matches for the
+								 * heap, and their sort scratch */
+	uint32		ndeferred;
+	bool		serializable;	/* pages answered from the index get
+								 * predicate locks */
 
 	/* batch arrays, for cap rows (the largest batch) */
 	uint32		cap;
@@ -249,7 +282,8 @@ typedef struct EytzJoinState
 	uint64		nbatches;
 	uint64		nchunks;
 	uint64		nfetches;
-	bool		timing;
+	bool		timing;			/* the stages are timed */
+	bool		fine_timing;	/* all of them (EXPLAIN's TIMING) */
 	JoinStage	stage;
 	instr_time	stage_start;
 	instr_time	stage_time[NUM_STAGES];
@@ -313,11 +347,18 @@ stage_charge(EytzJoinState *st)
 	st->stage_start = now;
 }
 
-/* Leave the current stage for stage s */
+/*
+ * Leave the current stage for stage s (without TIMING, the stages of the
+ * matches and the time outside the node count as the node's own)
+ */
 static inline void
 stage_enter(EytzJoinState *st, JoinStage s)
 {
-	if (!st->timing || st->stage == s)
+	if (!st->timing)
+		return;
+	if (!st->fine_timing && s != STAGE_FILL && s != STAGE_LOOKUP)
+		s = STAGE_OWN;
+	if (st->stage == s)
 		return;
 	stage_charge(st);
 	st->stage = s;
@@ -445,8 +486,13 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->innerqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_INNERQUAL), ps);
 	st->outer_per_match = reads_outer_columns(st, cscan);
 	st->flags_per_match = st->jointype != JOIN_INNER || st->single_match;
-	st->rowless_index_matches = st->index_only && !st->outer_per_match &&
-		!st->flags_per_match;
+	st->keep_rows = st->outer_per_match || st->flags_per_match;
+	st->point_keys = true;
+	for (i = 0; i < st->nclauses; i++)
+	{
+		st->point_keys &= st->strategies[i] == BTEqualStrategyNumber;
+		st->key_exprs |= st->key_attnos[i] == 0;
+	}
 
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
@@ -465,6 +511,8 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	st->heap = table_open(st->heapoid, AccessShareLock);
 	st->index = index_open(st->indexoid, AccessShareLock);
 	st->kt = eytz_index_key_type(st->index);
+	st->plain_key = st->nclauses == 1 && st->point_keys && st->key_attnos[0] > 0 &&
+		(st->argtypes[0] == InvalidOid || st->argtypes[0] == st->kt->typid);
 	st->batchcxt = AllocSetContextCreate(estate->es_query_cxt,
 										 "eytzgpu join batch",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -478,8 +526,10 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 
 /*
  * A chunk's bytes per match: the match and its sort scratch, and for an
- * index-only plan its values as the lookup collects and sorts them (key,
- * flag, the included columns asked for) and whether the index answers it
+ * index-only plan its values as the lookup collects them (key, flag, the
+ * included columns asked for), whether the index answers it, for the
+ * heap a copy and its sort scratch, and the room of four heap blocks in
+ * the visibility memo (vm_seen)
  */
 static Size
 chunk_match_bytes(EytzJoinState *st)
@@ -487,15 +537,15 @@ chunk_match_bytes(EytzJoinState *st)
 	Size		bytes = 2 * sizeof(EytzMatch);
 
 	if (st->index_only)
-		bytes += 2 * (sizeof(uint64) + sizeof(bool) +
-					  pg_popcount32(st->include_mask) * (sizeof(Datum) + sizeof(bool))) +
-			sizeof(bool);
+		bytes += sizeof(uint64) + sizeof(bool) +
+			pg_popcount32(st->include_mask) * (sizeof(Datum) + sizeof(bool)) +
+			sizeof(bool) + 2 * sizeof(EytzMatch) + 4;
 	return bytes;
 }
 
 /*
  * The batch arrays for the largest batch (and the index-only plan's flags
- * for the largest chunk), in one scratch array that the backend keeps from
+ * and heap matches for the largest chunk), in one scratch array that the backend keeps from
  * scan to scan: fresh memory costs a page fault per page touched (so does
  * growing the arrays with the batches), and a short scan touches only the
  * pages of its small first batches.
@@ -505,16 +555,18 @@ alloc_batch_arrays(EytzJoinState *st)
 {
 	Size		rows = MAXALIGN(st->row_stride * st->cap);
 	Size		q = MAXALIGN((2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
+	Size		deferred = st->index_only ? 2 * sizeof(EytzMatch) * (Size) st->chunk_cap : 0;
 	Size		flags = st->index_only ? sizeof(bool) * (Size) st->chunk_cap : 0;
 	char	   *p = eytz_scratch_alloc(st->css.ss.ps.state->es_query_cxt,
-									   EYTZ_ROW_ALIGN + rows + q + flags);
+									   EYTZ_ROW_ALIGN + rows + q + deferred + flags);
 
 	st->rowmem = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, p);
 	p = st->rowmem + rows;
 	st->qlo = (uint64 *) p;
 	st->qhi = st->qlo + st->cap;
 	st->qrow = (uint32 *) (st->qhi + st->cap);
-	st->from_index = st->index_only ? (bool *) (p + q) : NULL;
+	st->deferred = st->index_only ? (EytzMatch *) (p + q) : NULL;
+	st->from_index = st->index_only ? (bool *) (p + q + deferred) : NULL;
 }
 
 /*
@@ -534,12 +586,13 @@ eytz_join_start(EytzJoinState *st)
 	Size		per_row = row_stride + 2 * sizeof(uint64) + sizeof(uint32);
 	MemoryContext cxt = estate->es_query_cxt;
 
-	st->timing = st->css.ss.ps.instrument && st->css.ss.ps.instrument->need_timer;
-	if (st->timing)
-	{
+	st->timing = st->css.ss.ps.instrument != NULL;
+	st->fine_timing = st->timing && st->css.ss.ps.instrument->need_timer;
+	if (st->fine_timing)
 		st->stage_start = st->css.ss.ps.instrument->starttime;
-		st->stage = STAGE_LOOKUP;
-	}
+	else if (st->timing)
+		INSTR_TIME_SET_CURRENT(st->stage_start);
+	st->stage = STAGE_LOOKUP;
 	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
 	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
 	/* the visibility map is the heap access method's */
@@ -547,6 +600,7 @@ eytz_join_start(EytzJoinState *st)
 		st->index_only = false;
 	if (st->index_only)
 		eytz_lookup_want_columns(st->lookup, st->include_mask);
+	st->serializable = IsolationIsSerializable();
 	/* a relation-level predicate lock: the scan reads through no index pages */
 	PredicateLockRelation(st->heap, estate->es_snapshot);
 
@@ -555,6 +609,13 @@ eytz_join_start(EytzJoinState *st)
 	st->rows_mem = mem_limit - chunk_mem;
 	st->chunk_cap = (uint32) Min(Max(chunk_mem / chunk_match_bytes(st), EYTZ_MIN_CHUNK),
 								 (Size) PG_INT32_MAX);
+	/* the classification's memo: at most four bytes a match (chunk_match_bytes) */
+	if (st->index_only)
+	{
+		st->vm_seen_blocks = (BlockNumber) Min((uint64) RelationGetNumberOfBlocks(st->heap),
+											   (uint64) st->chunk_cap * 4);
+		st->vm_seen = MemoryContextAllocHuge(cxt, Max(st->vm_seen_blocks, 1));
+	}
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 	alloc_batch_arrays(st);
@@ -567,6 +628,16 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 {
 	int			i;
 
+	if (st->plain_key)
+	{
+		/* the key itself, as scalar_range makes it */
+		AttrNumber	a = st->key_attnos[0];
+
+		if (econtext->ecxt_scantuple->tts_isnull[a - 1])
+			return false;
+		*lo = *hi = st->kt->encode(econtext->ecxt_scantuple->tts_values[a - 1]);
+		return true;
+	}
 	*lo = st->kt->dom_min;
 	*hi = st->kt->dom_max;
 	for (i = 0; i < st->nclauses; i++)
@@ -601,6 +672,9 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 /*
  * Read the next batch of outer rows and submit their key ranges.  The rows
  * and their copied values stay within the outer rows' share of work_mem.
+ * Where no match reads anything of its row but the key range (an inner
+ * join whose projection and quals read no outer column), the batch keeps
+ * only the queries, and a match's "row" is its query.
  */
 static void
 fill_batch(EytzJoinState *st)
@@ -615,7 +689,29 @@ fill_batch(EytzJoinState *st)
 	st->nrows = 0;
 	st->nq = 0;
 
-	while (st->nrows < want && (st->nrows == 0 || used < st->rows_mem))
+	while (!st->keep_rows && st->nrows < want)
+	{
+		TupleTableSlot *slot = ExecProcNode(outer);
+
+		if (TupIsNull(slot))
+		{
+			st->outer_done = true;
+			break;
+		}
+		/* nothing of the row is kept: its query stands for it */
+		slot_getallattrs(slot);
+		econtext->ecxt_scantuple = slot;
+		if (row_range(st, econtext, &st->qlo[st->nq], &st->qhi[st->nq]))
+		{
+			st->qrow[st->nq] = st->nq;
+			st->nq++;
+		}
+		/* only an expression leaves anything in the per-tuple memory */
+		if (st->key_exprs)
+			ResetExprContext(econtext);
+		st->nrows++;
+	}
+	while (st->keep_rows && st->nrows < want && (st->nrows == 0 || used < st->rows_mem))
 	{
 		TupleTableSlot *slot = ExecProcNode(outer);
 		uint32		row = st->nrows;
@@ -680,6 +776,7 @@ fill_batch(EytzJoinState *st)
 	st->nchunk = 0;
 	st->pos = 0;
 	st->block_end = 0;
+	st->index_pass = false;
 	st->cur_tid = PG_UINT64_MAX;
 	st->slot_row = NO_ROW;
 	st->unmatched_pos = 0;
@@ -692,25 +789,48 @@ fill_batch(EytzJoinState *st)
 	}
 }
 
+/* Is heap block blk all-visible?  (the map page's buffer stays pinned) */
+static inline bool
+block_all_visible(EytzJoinState *st, BlockNumber blk)
+{
+	Buffer	   *vmbuf = &st->vmbufs[(blk / EYTZ_VM_HEAPBLOCKS_PER_PAGE) % EYTZ_VM_BUFS];
+
+	return VM_ALL_VISIBLE(st->heap, blk, vmbuf);
+}
+
+/* vm_seen: not looked up yet in this chunk, not all-visible, all-visible */
+#define VM_UNSEEN 0
+#define VM_NOT_ALL_VISIBLE 1
+#define VM_ALL_VISIBLE_SEEN 2
+
 /*
- * Index-only: which matches of the new chunk take their values from the
- * index: those the lookup returned values for, on heap pages the visibility
- * map shows all-visible (every tuple there is visible to every snapshot),
- * as long as no VACUUM has removed an entry of the chunk's view since it
- * was read (asked after the map, see eytz_lookup_chunk_current).
+ * Index-only: which matches of the new (unsorted) chunk take their values
+ * from the index: those the lookup returned values for, on heap pages the
+ * visibility map shows all-visible (every tuple there is visible to every
+ * snapshot), as long as no VACUUM has removed an entry of the chunk's view
+ * since it was read (asked after the map, see eytz_lookup_chunk_current).
+ * A chunk with at least a quarter as many matches as the table has blocks
+ * looks each block up once (vm_seen); smaller ones ask the map each time
+ * the block changes.
  */
 static void
 classify_chunk(EytzJoinState *st)
 {
 	BlockNumber blk = InvalidBlockNumber;
+	BlockNumber seen_blocks = 0;
 	bool		all_visible = false;
 	bool		any = false;
 	uint32		i;
 
 	st->cols = eytz_lookup_columns(st->lookup);
+	if ((uint64) st->nchunk * 4 >= st->vm_seen_blocks)
+	{
+		seen_blocks = st->vm_seen_blocks;
+		memset(st->vm_seen, VM_UNSEEN, seen_blocks);
+	}
 	for (i = 0; i < st->nchunk; i++)
 	{
-		if (!st->cols->have[i])
+		if (!st->cols->have[st->chunk[i].unused])
 		{
 			st->from_index[i] = false;
 			continue;
@@ -718,7 +838,15 @@ classify_chunk(EytzJoinState *st)
 		if (eytz_tid_block(st->chunk[i].tid) != blk)
 		{
 			blk = eytz_tid_block(st->chunk[i].tid);
-			all_visible = VM_ALL_VISIBLE(st->heap, blk, &st->vmbuf);
+			if (blk >= seen_blocks)
+				all_visible = block_all_visible(st, blk);
+			else
+			{
+				if (st->vm_seen[blk] == VM_UNSEEN)
+					st->vm_seen[blk] = block_all_visible(st, blk) ?
+						VM_ALL_VISIBLE_SEEN : VM_NOT_ALL_VISIBLE;
+				all_visible = st->vm_seen[blk] == VM_ALL_VISIBLE_SEEN;
+			}
 		}
 		st->from_index[i] = all_visible;
 		any |= all_visible;
@@ -729,32 +857,22 @@ classify_chunk(EytzJoinState *st)
 
 /*
  * Resolve the TIDs of the block of chunk[pos] (its matches are adjacent) in
- * one visit of the page; rows already satisfied need no tuple, nor do the
- * matches an index-only plan answers from the index (their page is then
- * predicate-locked as an Index Only Scan does, not read).
+ * one visit of the page; rows already satisfied need no tuple.
  */
 static void
 resolve_block(EytzJoinState *st)
 {
 	BlockNumber blk = eytz_tid_block(st->chunk[st->pos].tid);
 	bool		page_read = false;
-	bool		index_answer = false;
 	uint32		i;
 
 	stage_enter(st, STAGE_FETCH);
-	if (st->index_only && st->pos == 0)
-		classify_chunk(st);
 	for (i = st->pos; i < st->nchunk && eytz_tid_block(st->chunk[i].tid) == blk; i++)
 	{
 		uint32		row = st->chunk[i].row;
 
 		if (st->single_match && row_flags(st, batch_row(st, row))[FLAG_MATCHED])
 			continue;
-		if (st->index_only && st->from_index[i])
-		{
-			index_answer = true;
-			continue;
-		}
 		if (!page_read)
 			eytz_heap_block_begin(st->hf, blk);
 		page_read = true;
@@ -762,19 +880,24 @@ resolve_block(EytzJoinState *st)
 	}
 	if (page_read)
 		eytz_heap_block_end(st->hf);
-	if (index_answer)
-		PredicateLockPage(st->heap, blk, st->css.ss.ps.state->es_snapshot);
 	st->block_end = i;
 }
 
-/* The inner columns of match pos from the values the lookup returned */
+/*
+ * The inner columns of match m from the values the lookup returned (at
+ * m->unused); its page is predicate-locked as an Index Only Scan does
+ */
 static void
-inner_from_index(EytzJoinState *st, uint32 pos)
+inner_from_index(EytzJoinState *st, const EytzMatch *m)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	uint32		pos = m->unused;
 	int			no = st->nouter;
 	int			i;
 
+	if (st->serializable)
+		PredicateLockPage(st->heap, eytz_tid_block(m->tid),
+						  st->css.ss.ps.state->es_snapshot);
 	st->cur_key = st->cols->keys[pos];
 	for (i = 0; i < st->ninner; i++)
 	{
@@ -845,21 +968,19 @@ inner_from_heap(EytzJoinState *st, uint64 t)
 }
 
 /*
- * Fetch the inner tuple at TID t, match chunk[pos], into the inner part of
- * the scan slot (from the index where classify_chunk allowed it); false if
- * it is not visible or fails the inner table's quals.
+ * Fetch the inner tuple of match m into the inner part of the scan slot
+ * (from the index in an index-only chunk's first pass, else from the heap);
+ * false if it is not visible or fails the inner table's quals.
  */
 static bool
-fetch_inner(EytzJoinState *st, uint64 t)
+fetch_inner(EytzJoinState *st, const EytzMatch *m)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-	uint32		pos = st->pos - 1;	/* next_match has moved past it */
 
-	Assert(st->chunk[pos].tid == t);
-	if (st->index_only && st->from_index[pos])
-		inner_from_index(st, pos);
-	else if (!inner_from_heap(st, t))
+	if (st->index_pass)
+		inner_from_index(st, m);
+	else if (!inner_from_heap(st, m->tid))
 		return false;
 	if (TTS_EMPTY(scan))
 		ExecStoreVirtualTuple(scan);
@@ -935,25 +1056,154 @@ other_quals_pass(EytzJoinState *st)
 }
 
 /*
- * Does chunk match pos read its batch row?  Not when the index answers it
- * and the plan reads nothing of the row per match: the index's entry is in
- * the row's key range (no recheck), an inner join keeps no flags.
+ * What the matches of batch row "row" will read of it.  Always inlined: a
+ * call of its own, which has no effect GCC counts, is deleted.
  */
-static inline bool
-match_reads_row(EytzJoinState *st, uint32 pos)
-{
-	return !(st->rowless_index_matches && st->from_index[pos]);
-}
-
-/* What the matches of batch row "row" will read of it */
-static inline void
+static pg_attribute_always_inline void
 prefetch_row(EytzJoinState *st, uint32 row)
 {
-	BatchRow   *r = batch_row(st, row);
+	BatchRow   *r;
 
+	if (!st->keep_rows)
+	{
+		/* its query's range */
+		__builtin_prefetch(&st->qlo[row]);
+		if (!st->point_keys)
+			__builtin_prefetch(&st->qhi[row]);
+		return;
+	}
+	r = batch_row(st, row);
 	__builtin_prefetch(r);
 	/* a row across two cache lines: its flags are in the second */
 	__builtin_prefetch(row_flags(st, r));
+}
+
+/*
+ * Is key in the range of batch row "row" (r, or without kept rows its
+ * query's)?
+ */
+static inline bool
+in_row_range(EytzJoinState *st, uint32 row, const BatchRow *r, uint64 key)
+{
+	if (r == NULL)
+		return st->point_keys ? key == st->qlo[row] :
+			key >= st->qlo[row] && key <= st->qhi[row];
+	return key >= r->lo && key <= r->hi;
+}
+
+/*
+ * Move to the batch's next chunk of matches; false after its last.  An
+ * index-only chunk's matches that the index does not answer (classify_chunk)
+ * are set aside in its first pass, then sorted by TID and fetched from the
+ * heap as a chunk of their own.
+ */
+static bool
+next_chunk(EytzJoinState *st)
+{
+	st->pos = 0;
+	st->block_end = 0;
+	if (st->index_pass && st->ndeferred > 0)
+	{
+		stage_enter(st, STAGE_LOOKUP);
+		st->nchunk = eytz_match_sort(st->deferred, st->ndeferred,
+									 st->deferred + st->chunk_cap, false);
+		st->chunk = st->deferred;
+		st->index_pass = false;
+		st->cur_tid = PG_UINT64_MAX;
+		eytz_heap_set_chunk(st->hf, st->chunk, st->nchunk);
+		return true;
+	}
+	st->index_pass = false;
+	if (st->batch_done)
+		return false;
+	CHECK_FOR_INTERRUPTS();
+	stage_enter(st, STAGE_LOOKUP);
+	st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
+	st->next_chunk = (uint32) Min((uint64) st->next_chunk * EYTZ_GROWTH, (uint64) st->chunk_cap);
+	if (st->nchunk == 0)
+	{
+		st->batch_done = true;
+		return false;
+	}
+	st->nchunks++;
+	if (st->index_only)
+	{
+		stage_enter(st, STAGE_FETCH);
+		classify_chunk(st);
+		st->index_pass = true;
+		st->ndeferred = 0;
+	}
+	else
+		eytz_heap_set_chunk(st->hf, st->chunk, st->nchunk);
+	return true;
+}
+
+/*
+ * The next match of an index-only chunk's first pass that the index
+ * answers, its inner columns in the scan slot, or NULL at the end of the
+ * pass; the others are set aside for the heap.  The index's entry is in
+ * the row's key range (no recheck): without kept rows nothing of the row
+ * is read.
+ */
+static const EytzMatch *
+next_index_match(EytzJoinState *st, BatchRow **r)
+{
+	while (st->pos < st->nchunk)
+	{
+		const EytzMatch *m = &st->chunk[st->pos];
+		uint32		ahead = st->pos + EYTZ_ROW_AHEAD;
+
+		if (!st->from_index[st->pos++])
+		{
+			st->deferred[st->ndeferred++] = *m;
+			continue;
+		}
+		*r = NULL;
+		if (st->keep_rows)
+		{
+			/* the rows of the matches ahead, at random in the batch: their misses overlap */
+			if (ahead < st->nchunk && st->from_index[ahead])
+				prefetch_row(st, st->chunk[ahead].row);
+			*r = batch_row(st, m->row);
+			if (st->single_match && row_flags(st, *r)[FLAG_MATCHED])
+				continue;
+		}
+		stage_enter(st, STAGE_FETCH);
+		if (fetch_inner(st, m))
+			return m;
+	}
+	return NULL;
+}
+
+/*
+ * The next match of a chunk sorted by TID whose inner tuple is visible (in
+ * the scan slot), or NULL at the end of the chunk
+ */
+static const EytzMatch *
+next_heap_match(EytzJoinState *st, BatchRow **r)
+{
+	while (st->pos < st->nchunk)
+	{
+		const EytzMatch *m;
+
+		if (st->pos == st->block_end)
+			resolve_block(st);
+		if (st->pos + EYTZ_ROW_AHEAD < st->nchunk)
+			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
+		m = &st->chunk[st->pos++];
+		*r = st->keep_rows ? batch_row(st, m->row) : NULL;
+		if (st->single_match && row_flags(st, *r)[FLAG_MATCHED])
+			continue;
+		if (m->tid != st->cur_tid)
+		{
+			stage_enter(st, STAGE_FETCH);
+			st->cur_tid = m->tid;
+			st->cur_found = fetch_inner(st, m);
+		}
+		if (st->cur_found)
+			return m;
+	}
+	return NULL;
 }
 
 /* The next joined row of the batch's matches, or NULL after its last chunk */
@@ -965,53 +1215,24 @@ next_match(EytzJoinState *st)
 	for (;;)
 	{
 		const EytzMatch *m;
-		uint32		row;
 		BatchRow   *r;
 
-		if (st->pos == st->nchunk)
+		m = st->index_pass ? next_index_match(st, &r) : next_heap_match(st, &r);
+		if (m == NULL)
 		{
-			if (st->batch_done)
+			if (!next_chunk(st))
 				return NULL;
-			CHECK_FOR_INTERRUPTS();
-			stage_enter(st, STAGE_LOOKUP);
-			st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
-			st->next_chunk = (uint32) Min((uint64) st->next_chunk * EYTZ_GROWTH, (uint64) st->chunk_cap);
-			st->pos = 0;
-			st->block_end = 0;
-			if (st->nchunk == 0)
-			{
-				st->batch_done = true;
-				return NULL;
-			}
-			eytz_heap_set_chunk(st->hf, st->chunk, st->nchunk);
-			st->nchunks++;
-		}
-		if (st->pos == st->block_end)
-			resolve_block(st);
-		/* the rows of the matches ahead, at random in the batch: their misses overlap */
-		if (st->pos + EYTZ_ROW_AHEAD < st->nchunk &&
-			match_reads_row(st, st->pos + EYTZ_ROW_AHEAD))
-			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
-		m = &st->chunk[st->pos];
-		row = m->row;
-		r = match_reads_row(st, st->pos) ? batch_row(st, row) : NULL;
-		st->pos++;
-		if (st->single_match && row_flags(st, r)[FLAG_MATCHED])
 			continue;
-		if (m->tid != st->cur_tid)
-		{
-			stage_enter(st, STAGE_FETCH);
-			st->cur_tid = m->tid;
-			st->cur_found = fetch_inner(st, m->tid);
 		}
-		if (!st->cur_found)
-			continue;
-		/* recheck: the heap tuple's key must be in the row's range */
-		if (r && (st->cur_key < r->lo || st->cur_key > r->hi))
+		/*
+		 * recheck: the heap tuple's key must be in the row's range (an
+		 * index entry's is: the lookup returned it for that range)
+		 */
+		if (!st->index_pass && !in_row_range(st, m->row, r, st->cur_key))
 			continue;
 		stage_enter(st, STAGE_QUAL);
 		if (st->outer_per_match)
-			store_outer(st, row);
+			store_outer(st, m->row);
 		else
 			econtext->ecxt_scantuple = st->css.ss.ss_ScanTupleSlot;
 		if (st->joinqual && !ExecQual(st->joinqual, econtext))
@@ -1071,7 +1292,7 @@ eytz_join_exec(CustomScanState *node)
 	TupleTableSlot *res = NULL;
 
 	/* the node's time starts where its instrumentation started it */
-	if (st->timing)
+	if (st->fine_timing)
 	{
 		st->stage_start = node->ss.ps.instrument->starttime;
 		st->stage = STAGE_OWN;
@@ -1123,7 +1344,7 @@ eytz_join_exec(CustomScanState *node)
 		}
 	}
 	/* the clock stops until the next call */
-	if (st->timing)
+	if (st->fine_timing)
 		stage_charge(st);
 	return res;
 }
@@ -1132,11 +1353,15 @@ static void
 eytz_join_end(CustomScanState *node)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
+	int			i;
 
 	ExecEndNode(outer_ps(st));
-	if (BufferIsValid(st->vmbuf))
-		ReleaseBuffer(st->vmbuf);
-	st->vmbuf = InvalidBuffer;
+	for (i = 0; i < EYTZ_VM_BUFS; i++)
+	{
+		if (BufferIsValid(st->vmbufs[i]))
+			ReleaseBuffer(st->vmbufs[i]);
+		st->vmbufs[i] = InvalidBuffer;
+	}
 	if (st->hf)
 		eytz_heap_end(st->hf);
 	if (st->lookup)
@@ -1168,6 +1393,7 @@ eytz_join_rescan(CustomScanState *node)
 	st->nrows = 0;
 	st->nchunk = 0;
 	st->pos = 0;
+	st->index_pass = false;
 	st->batch_done = true;
 	st->phase = PHASE_FILL;
 	st->outer_done = false;
@@ -1237,8 +1463,7 @@ explain_report(const EytzJoinReport *r, ExplainState *es)
 	ExplainPropertyUInteger("Heap Blocks", NULL, r->heap_blocks, es);
 	if (r->image_share != IMAGE_NOT_SHARED)
 		ExplainPropertyText("Shared Image", image_share_names[r->image_share], es);
-	if (!es->timing)
-		return;
+	/* without TIMING: the stages timed per batch and chunk */
 	ExplainPropertyFloat("Outer Time", "ms", r->stage_ms[STAGE_FILL], 3, es);
 	ExplainPropertyFloat("Lookup Time", "ms", r->stage_ms[STAGE_LOOKUP], 3, es);
 	ExplainPropertyFloat("Lookup Acquire Time", "ms", r->acquire_ms, 3, es);
@@ -1249,6 +1474,8 @@ explain_report(const EytzJoinReport *r, ExplainState *es)
 		ExplainPropertyFloat("GPU Kernel Time", "ms", r->kernel_ms, 3, es);
 	}
 	ExplainPropertyFloat("Match Sort Time", "ms", r->sort_ms, 3, es);
+	if (!es->timing)
+		return;
 	ExplainPropertyFloat("Heap Fetch Time", "ms", r->stage_ms[STAGE_FETCH], 3, es);
 	ExplainPropertyFloat("Qual Time", "ms", r->stage_ms[STAGE_QUAL], 3, es);
 	ExplainPropertyFloat("Own Time", "ms", r->stage_ms[STAGE_OWN], 3, es);

@@ -42,8 +42,11 @@
  * included values: the image's search and the page walk read them at the
  * entry's slot, the GPU gathers them (the keys ride as one more attached
  * column), each into a stage at the match's position as collected, which
- * the match carries through the sort in its "unused" field; the sorted
- * chunk's values are gathered from there.  Pending entries give none (the
+ * the match carries in its "unused" field.  Such chunks are not sorted: the
+ * executor takes the matches the index answers in any order and sorts only
+ * those it must fetch from the heap (a sort by TID and a gather of the
+ * values into the sorted order measured a third of the index-only join's
+ * lookup).  Pending entries give none (the
  * executor reads the heap for them: a VACUUM that removes a pending entry
  * leaves no trace a reader could check).  A removed entry must never stand
  * for a live tuple: VACUUM tombstones an entry (meta.ndead grows within a
@@ -132,8 +135,7 @@ struct EytzLookup
 	/* index-only joins: the matches' values (eytz_lookup_want_columns) */
 	bool		want;
 	EytzStage	stage;			/* by position as collected */
-	EytzStage	sorted;			/* by position in the sorted chunk */
-	EytzChunkColumns cols;		/* sorted, as the caller reads it */
+	EytzChunkColumns cols;		/* the stage, as the caller reads it */
 	uint64		chunk_generation;	/* what the chunk's view had read */
 	uint64		chunk_ndead;
 
@@ -643,44 +645,6 @@ stage_alloc(EytzLookup *lk, EytzStage *st, uint32 max)
 		st->isnull[j] = (bool *) p;
 }
 
-/* how far ahead stage_gather() prefetches the staged values */
-#define STAGE_GATHER_AHEAD 16
-
-/*
- * The sorted chunk's values: match i's were staged at out[i].unused, in no
- * order the sort kept: the reads ahead are prefetched, so that their cache
- * misses overlap
- */
-static void
-stage_gather(EytzLookup *lk, uint32 n)
-{
-	EytzStage  *from = &lk->stage;
-	EytzStage  *to = &lk->sorted;
-	uint32		i;
-	int			j;
-
-	for (i = 0; i < n; i++)
-	{
-		uint32		s = lk->out[i].unused;
-
-		if (i + STAGE_GATHER_AHEAD < n)
-		{
-			uint32		ahead = lk->out[i + STAGE_GATHER_AHEAD].unused;
-
-			__builtin_prefetch(&from->keys[ahead]);
-			for (j = 0; j < from->ncols; j++)
-				__builtin_prefetch(&from->values[j][ahead]);
-		}
-		to->have[i] = from->have[s];
-		to->keys[i] = from->keys[s];
-		for (j = 0; j < from->ncols; j++)
-		{
-			to->values[j][i] = from->values[j][s];
-			to->isnull[j][i] = from->isnull[j][s];
-		}
-	}
-}
-
 /*
  * Layout matches of the next queries into out[*n..max); false when nothing
  * more fits (or the layout phase is over).
@@ -834,10 +798,7 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 		lk->tmp = lk->out + max;
 		lk->cap = max;
 		if (lk->want)
-		{
 			stage_alloc(lk, &lk->stage, max);
-			stage_alloc(lk, &lk->sorted, max);
-		}
 	}
 	INSTR_TIME_SET_CURRENT(t0);
 	lk->sorted_prefix = 0;
@@ -856,7 +817,8 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	/* no buffer stays pinned while the executor has the matches */
 	eytz_region_release(&lk->walk.cursor.region);
 	INSTR_TIME_SET_CURRENT(t1);
-	if (lk->sorted_prefix != n)
+	/* an index-only join's chunk stays as collected (see the file header) */
+	if (lk->sorted_prefix != n && !lk->want)
 		n = eytz_match_sort(lk->out, n, lk->tmp, lk->rows_in_order);
 	if (lk->want)
 	{
@@ -865,7 +827,6 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 		 * some (a GPU view may have fallen back to the image); the pages
 		 * were read after the metapage
 		 */
-		stage_gather(lk, n);
 		lk->chunk_generation = lk->meta.generation;
 		lk->chunk_ndead = lk->meta.ndead;
 		if (lk->image)
@@ -909,8 +870,6 @@ eytz_lookup_want_columns(EytzLookup *lk, uint32 mask)
 		if (mask & (1U << c))
 			lk->stage.cols[j++] = c;
 	lk->stage.ncols = j;
-	lk->sorted.ncols = j;
-	memcpy(lk->sorted.cols, lk->stage.cols, sizeof(lk->stage.cols));
 	if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||
 		(lk->gpu && eytz_device_ndead(lk->gpu) < lk->meta.ndead))
 		pin_view(lk, lk->kind);
@@ -923,12 +882,12 @@ eytz_lookup_columns(const EytzLookup *lk)
 	int			j;
 
 	Assert(lk->want);
-	cols->have = lk->sorted.have;
-	cols->keys = lk->sorted.keys;
-	for (j = 0; j < lk->sorted.ncols; j++)
+	cols->have = lk->stage.have;
+	cols->keys = lk->stage.keys;
+	for (j = 0; j < lk->stage.ncols; j++)
 	{
-		cols->values[j] = lk->sorted.values[j];
-		cols->isnull[j] = lk->sorted.isnull[j];
+		cols->values[j] = lk->stage.values[j];
+		cols->isnull[j] = lk->stage.isnull[j];
 	}
 	return cols;
 }
@@ -955,7 +914,6 @@ eytz_lookup_end(EytzLookup *lk)
 	lk->order = lk->out = lk->tmp = NULL;
 	lk->order_cap = lk->cap = 0;
 	stage_free(&lk->stage);
-	stage_free(&lk->sorted);
 	lk->phase = PHASE_DONE;
 	/* lk stays: the context's reset callback still points at it (a no-op now) */
 }

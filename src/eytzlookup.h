@@ -23,8 +23,9 @@
  *	  scratch), whatever the duplicates: a query with more matches than max
  *	  is walked level by level with a cursor over several chunks.  A view
  *	  holds the pending list (and pins the cached image or GPU copy).
- *	- each chunk is sorted by (tid, row) on its own; chunks of one batch are
- *	  not ordered with respect to each other.
+ *	- each chunk is sorted by (tid, row) on its own, except an index-only
+ *	  join's (below); chunks of one batch are not ordered with respect to
+ *	  each other.
  *	- rows[] should be distinct (one query per batch row): "each (tid, row)
  *	  at most once" is then guaranteed across chunks too.
  */
@@ -75,8 +76,9 @@ extern void eytz_lookup_submit(EytzLookup *lk, const uint64 *lo,
 
 /*
  * The next at most max (>= 1) matches of the current batch, sorted by (tid,
- * row); each (tid, row) is returned at most once per batch.  *matches stays
- * valid until the next call on lk.  Returns 0 when the batch is exhausted.
+ * row) (an index-only join's in no order); each (tid, row) is returned at
+ * most once per batch.  *matches stays valid until the next call on lk.
+ * Returns 0 when the batch is exhausted.
  */
 extern uint32 eytz_lookup_next(EytzLookup *lk, uint32 max,
 							   const EytzMatch **matches);
@@ -86,12 +88,14 @@ extern const EytzLookupStats *eytz_lookup_stats(const EytzLookup *lk);
 /*
  * Index-only joins.  After eytz_lookup_want_columns(lk, mask) (before the
  * first submit; bit c: included column c), each chunk eytz_lookup_next
- * returns comes with its matches' values, at the matches' positions:
- * have[i] says whether match i has them (layout entries read from the CPU
- * image or the index pages do; pending entries and the GPU copy's matches
- * do not: the heap answers for those), keys[i] is its entry's encoded key and
- * values[j] / isnull[j] the asked-for columns in increasing column order
- * (Datums of the columns' types).  Valid until the next call on lk.
+ * returns comes unsorted, with its matches' values: those of match i at
+ * position p = matches[i].unused of the arrays.  have[p] says whether match
+ * i has them (layout entries read from the CPU image or the index pages do;
+ * pending entries and, unless it staged them, the GPU copy's matches do
+ * not: the heap answers for those), keys[p] is its entry's encoded key and
+ * values[j][p] / isnull[j][p] the asked-for columns in increasing column
+ * order (Datums of the columns' types).  Valid until the next call on lk.
+ * The caller sorts the matches it fetches from the heap (eytz_match_sort).
  */
 typedef struct EytzChunkColumns
 {
