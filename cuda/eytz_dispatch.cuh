@@ -330,11 +330,91 @@ struct CsrBufs
 	size_t		temp_bytes;
 };
 
+/* Where a CsrSink's tile states start in the workspace (its claim counter is at the start) */
+#define EYTZ_CSR_TILES_AT 256
+
+/* Workspace of a CSR lookup: the count pass's scan, or a CsrSink's tiles (of at least EYTZ_SINGLE_BLOCK queries) */
 static inline cudaError_t
 csr_temp_bytes(uint64_t nq, size_t *bytes)
 {
+	size_t		tiles = 0;
+	cudaError_t e;
+
 	*bytes = 0;
-	return cub::DeviceScan::ExclusiveSum(NULL, *bytes, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1));
+	if ((e = cub::DeviceScan::ExclusiveSum(NULL, *bytes, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1))) !=
+		cudaSuccess ||
+		(e = CsrSink::TileState::AllocationSize((int) (nq / EYTZ_SINGLE_BLOCK + 1), tiles)) != cudaSuccess)
+		return e;
+	*bytes = std::max(*bytes, tiles + EYTZ_CSR_TILES_AT);
+	return cudaSuccess;
+}
+
+/* A CsrSink writing b.off and b.out over tiles of tq queries, initialised on st (its state in b.temp) */
+static inline cudaError_t
+csr_sink_init(const CsrBufs &b, uint64_t nq, uint32_t tq, CsrSink *sink, cudaStream_t st)
+{
+	int			ntiles = (int) ((nq + tq - 1) / tq);
+	size_t		need = 0;
+	cudaError_t e;
+
+	if ((e = CsrSink::TileState::AllocationSize(ntiles, need)) != cudaSuccess)
+		return e;
+	if (tq < EYTZ_SINGLE_BLOCK || need + EYTZ_CSR_TILES_AT > b.temp_bytes)
+		return cudaErrorInvalidValue;
+	sink->claimed = (uint32_t *) b.temp;
+	sink->off = b.off;
+	sink->out = b.out;
+	if ((e = sink->ts.Init(ntiles, (char *) b.temp + EYTZ_CSR_TILES_AT, need)) != cudaSuccess)
+		return e;
+	k_csr_tiles_init<<<(ntiles + 255) / 256, 256, 0, st>>>(*sink, ntiles);
+	return cudaGetLastError();
+}
+
+/*
+ * CSR results of point lookups with the whole index in shared memory in
+ * one pass: the walk compacts its own results (k_point_smem with a
+ * CsrSink), writing b.off (nq + 1) and b.out (room for nq).  Needs
+ * smem_point_fits(ix).
+ */
+template <class KT>
+static inline cudaError_t
+csr_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, int q_per_thread, const CsrBufs &b, cudaStream_t st)
+{
+	uint32_t	q = q_per_thread >= 4 ? 4 : q_per_thread == 2 ? 2 : 1;
+	uint32_t	block = smem_point_slots(ix) * sizeof(KT) > EYTZ_BIG_PIN ? 1024 : EYTZ_SINGLE_BLOCK;
+	CsrSink		sink;
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaMemsetAsync(b.off, 0, 8, st);
+	if ((e = csr_sink_init(b, nq, block * q, &sink, st)) != cudaSuccess)
+		return e;
+	return launch_point_smem_sink<KT, KT, CsrSink>(ix, qk, nq, sink, (int) q, 0, st);
+}
+
+/*
+ * CSR results of point results already in query order (b.first: payload
+ * or NO_MATCH), in one pass instead of count, scan and fill: b.off and b.out.
+ */
+static inline cudaError_t
+csr_compact_first(uint64_t nq, const CsrBufs &b, cudaStream_t st)
+{
+	constexpr int BLOCK = EYTZ_SINGLE_BLOCK,
+				Q = EYTZ_COMPACT_Q;
+	CsrSink		sink;
+	int			grid = 0;
+	uint64_t	ntiles = (nq + BLOCK * Q - 1) / (BLOCK * Q);
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaMemsetAsync(b.off, 0, 8, st);
+	if ((e = csr_sink_init(b, nq, BLOCK * Q, &sink, st)) != cudaSuccess ||
+		(e = grid_for(k_csr_compact<BLOCK, Q>, BLOCK, 0, 0, &grid)) != cudaSuccess)
+		return e;
+	if ((uint64_t) grid > ntiles)
+		grid = (int) ntiles;
+	k_csr_compact<BLOCK, Q><<<grid, BLOCK, 0, st>>>(b.first, nq, sink);
+	return cudaGetLastError();
 }
 
 /*
@@ -371,15 +451,11 @@ csr_count(const Idx<KT> &ix, const Qs<KT> &q, const Cfg &cfg, bool from_first, c
 /* Fill pass: the matches of query i to b.out[b.off[i] ..) (b.out holds b.off[nq]) */
 template <class KT>
 static inline cudaError_t
-csr_fill(const Idx<KT> &ix, const Qs<KT> &q, const Cfg &cfg, bool from_first, const CsrBufs &b, cudaStream_t st)
+csr_fill(const Idx<KT> &ix, const Qs<KT> &q, const Cfg &cfg, const CsrBufs &b, cudaStream_t st)
 {
 	Outs		o = {b.out, b.off, b.first};
 
-	if (!from_first)
-		return launch_lookup<KT, MODE_FILL>(ix, q, o, cfg, st);
-	if (q.nq > 0)
-		k_point_fill<<<grid1d(q.nq), 256, 0, st>>>(b.first, b.off, q.nq, b.out);
-	return cudaGetLastError();
+	return launch_lookup<KT, MODE_FILL>(ix, q, o, cfg, st);
 }
 
 }								/* namespace eytzk */

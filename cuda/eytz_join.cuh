@@ -287,6 +287,7 @@ k_rows_check(const uint32_t *rows, uint64_t nq, JoinStat *stat)
  */
 struct JoinSink
 {
+	static constexpr bool TILED = false;
 	const uint32_t *rows;
 	uint64_t	nq;
 	JoinCode	c;

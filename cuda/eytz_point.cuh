@@ -93,9 +93,19 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 	}
 }
 
-/* What k_point_smem does with a result: store it (out[j]) */
+/*
+ * What k_point_smem does with its results: a sink.  Sinks with TILED false
+ * get each result (put(j, r)); the block walks tiles t, t + gridDim.x, ...
+ * of BLOCK * Q queries.  Sinks with TILED true claim the tiles in order
+ * (claim) and get a whole tile's results at once (tile: every thread of
+ * the block calls it with its Q results, query t * BLOCK * Q + u * BLOCK +
+ * threadIdx.x for result u), so they can scan across tiles (CsrSink).
+ */
+
+/* A plain sink: store the result (out[j]) */
 struct StoreSink
 {
+	static constexpr bool TILED = false;
 	uint64_t   *out;
 
 	__device__ __forceinline__ void put(uint64_t j, uint64_t r)
@@ -109,6 +119,168 @@ struct StoreSink
 };
 
 /*
+ * CSR results in one pass: each tile's point results (one match at most a
+ * query, NO_MATCH for none) are compacted in query order where the tiles
+ * before it left off.  Tiles are claimed in order with an atomic counter,
+ * so every tile before a claimed one is held by a running block (the
+ * precondition of CUB's decoupled look-back, whatever the residency), and
+ * the block claims its next tile while it works on this one (the atomic's
+ * round trip overlaps the walk).  A tile's first output place comes from
+ * CUB's single-pass scan machinery over the tiles' match counts
+ * (ScanTileState, TilePrefixCallbackOp in the first warp); within the tile
+ * the places come from ballots (results u-major, then by thread, as the
+ * queries are).  Each query's offset and its match are written at once,
+ * off[nq] (the total) by the last tile.  Needs csr_tiles_init first.
+ */
+struct CsrSink
+{
+	using TileState = cub::ScanTileState<uint32_t>;
+	using Plus = ::cuda::std::plus<uint32_t>;
+	static constexpr bool TILED = true;
+	TileState	ts;
+	uint32_t   *claimed;		/* tiles claimed so far (0 at the start) */
+	uint64_t   *off;			/* nq + 1 offsets */
+	uint64_t   *out;			/* the matches (room for nq) */
+
+	/* The block's next tile, claimed during the last one (tile) or, for the first, here */
+	template <int BLOCK>
+	__device__ __forceinline__ uint32_t &ahead()
+	{
+		__shared__ uint32_t claimed_next;
+
+		return claimed_next;
+	}
+
+	template <int BLOCK>
+	__device__ __forceinline__ uint64_t first()
+	{
+		if (threadIdx.x == 0)
+			ahead<BLOCK>() = atomicAdd(claimed, 1);
+		__syncthreads();
+		return ahead<BLOCK>();
+	}
+
+	/* Read by every thread before the next tile's first barrier, after which warp 0 may set it again */
+	template <int BLOCK>
+	__device__ __forceinline__ uint64_t next(uint64_t)
+	{
+		return ahead<BLOCK>();
+	}
+
+	template <int BLOCK, int Q>
+	__device__ __forceinline__ void tile(uint64_t t, const uint64_t (&r)[Q], uint64_t nq)
+	{
+		constexpr int NW = BLOCK / 32;
+		constexpr int NV = Q * NW;		/* warp counts in query order: u, then warp */
+		constexpr int PER = (NV + 31) / 32;
+		using Prefix = cub::TilePrefixCallbackOp<uint32_t, Plus, TileState>;
+		__shared__ uint32_t wplace[NV];
+		__shared__ typename cub::WarpScan<uint32_t>::TempStorage wscan;
+		__shared__ typename Prefix::TempStorage pre;
+		const uint32_t lane = threadIdx.x & 31,
+					w = threadIdx.x >> 5;
+		const uint64_t j0 = t * (BLOCK * Q) + threadIdx.x;
+		uint32_t	below[Q];
+		uint32_t	nxt = 0;
+
+		/* the next tile's claim goes out now; its answer is needed only after the barriers below */
+		if (threadIdx.x == 0)
+			nxt = atomicAdd(claimed, 1);
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			bool		hit = j0 + (uint64_t) u * BLOCK < nq && r[u] != NO_MATCH;
+			unsigned	m = __ballot_sync(FULL, hit);
+
+			below[u] = __popc(m & ((1u << lane) - 1));
+			if (lane == 0)
+				wplace[u * NW + w] = __popc(m);
+		}
+		__syncthreads();
+		if (w == 0)
+		{
+			uint32_t	v[PER],
+						sum = 0,
+						excl,
+						agg,
+						base;
+
+#pragma unroll
+			for (int i = 0; i < PER; i++)
+			{
+				v[i] = lane * PER + i < NV ? wplace[lane * PER + i] : 0;
+				sum += v[i];
+			}
+			cub::WarpScan<uint32_t>(wscan).ExclusiveSum(sum, excl, agg);
+			if (t == 0)
+			{
+				if (lane == 0)
+					ts.SetInclusive(0, agg);
+				base = 0;
+			}
+			else
+			{
+				Prefix		op(ts, pre, Plus(), (int) t);
+
+				/* the look-back's answer is lane 0's */
+				base = __shfl_sync(FULL, op(agg), 0);
+			}
+#pragma unroll
+			for (int i = 0; i < PER; i++)
+			{
+				if (lane * PER + i < NV)
+					wplace[lane * PER + i] = base + excl;
+				excl += v[i];
+			}
+			if (lane == 0 && (t + 1) * (BLOCK * Q) >= nq)
+				off[nq] = base + agg;
+			if (lane == 0)
+				ahead<BLOCK>() = nxt;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = j0 + (uint64_t) u * BLOCK;
+			uint64_t	p = wplace[u * NW + w] + below[u];
+
+			if (j < nq)
+			{
+				off[j] = p;
+				if (r[u] != NO_MATCH)
+					out[p] = r[u];
+			}
+		}
+	}
+
+	template <int BLOCK>
+	__device__ __forceinline__ void finish()
+	{
+	}
+};
+
+/* The tiles a block of k_point_smem (or k_csr_compact) walks: see the sinks above */
+template <int BLOCK, class Sink>
+__device__ __forceinline__ uint64_t
+first_tile(Sink &sink)
+{
+	if constexpr (Sink::TILED)
+		return sink.template first<BLOCK>();
+	else
+		return blockIdx.x;
+}
+
+template <int BLOCK, class Sink>
+__device__ __forceinline__ uint64_t
+next_tile(Sink &sink, uint64_t t)
+{
+	if constexpr (Sink::TILED)
+		return sink.template next<BLOCK>(t);
+	else
+		return t + gridDim.x;
+}
+
+/*
  * The whole index in shared memory, Q lookups per thread; query keys of
  * type QT (narrowed on load), each result handed to the sink (put, then
  * finish once per thread at the end: the sink may reduce over the block).
@@ -120,14 +292,14 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 	extern __shared__ __align__(16) unsigned char smem_raw[];
 	KT		   *pin = (KT *) smem_raw;
 	const uint32_t n = (uint32_t) ix.n;
-	const uint64_t step = (uint64_t) gridDim.x * BLOCK * Q;
 
 	/* padding slots hold the largest key: never < x, so partial nodes need no count */
 	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
 		pin[t] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
 	__syncthreads();
-	for (uint64_t base = (uint64_t) blockIdx.x * BLOCK * Q + threadIdx.x; base < nq; base += step)
+	for (uint64_t t = first_tile<BLOCK>(sink); t * (BLOCK * Q) < nq; t = next_tile<BLOCK>(sink, t))
 	{
+		uint64_t	base = t * (BLOCK * Q) + threadIdx.x;
 		KT			x[Q];
 		uint32_t	s[Q],
 					cand[Q];
@@ -163,13 +335,18 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
-#pragma unroll
-		for (int u = 0; u < Q; u++)
+		if constexpr (Sink::TILED)
+			sink.template tile<BLOCK, Q>(t, r, nq);
+		else
 		{
-			uint64_t	j = base + (uint64_t) u * BLOCK;
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+			{
+				uint64_t	j = base + (uint64_t) u * BLOCK;
 
-			if (j < nq)
-				sink.put(j, r[u]);
+				if (j < nq)
+					sink.put(j, r[u]);
+			}
 		}
 	}
 	sink.template finish<BLOCK>();
@@ -354,15 +531,33 @@ k_point_counts(const uint64_t *first, uint64_t nq, uint64_t *cnt)
 		cnt[i] = first[i] != NO_MATCH;
 }
 
-/* ... and the fill at the scanned offsets */
+/* The tile states and the claim counter of a CsrSink over ntiles tiles */
 static __global__ void
-k_point_fill(const uint64_t *first, const uint64_t *off, uint64_t nq, uint64_t *out)
+k_csr_tiles_init(CsrSink sink, int ntiles)
 {
-	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+	sink.ts.InitializeStatus(ntiles);
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		*sink.claimed = 0;
+}
 
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nq; i += stride)
-		if (first[i] != NO_MATCH)
-			out[off[i]] = first[i];
+/* CSR of point results already in query order (first[i]: payload or NO_MATCH), in one pass */
+template <int BLOCK, int Q>
+__global__ void __launch_bounds__(BLOCK)
+k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
+{
+	for (uint64_t t = first_tile<BLOCK>(sink); t * (BLOCK * Q) < nq; t = next_tile<BLOCK>(sink, t))
+	{
+		uint64_t	r[Q];
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = t * (BLOCK * Q) + (uint64_t) u * BLOCK + threadIdx.x;
+
+			r[u] = j < nq ? first[j] : NO_MATCH;
+		}
+		sink.template tile<BLOCK, Q>(t, r, nq);
+	}
 }
 
 }								/* namespace eytzk */
