@@ -333,7 +333,7 @@ struct CsrBufs
 /* Where a CsrSink's tile states start in the workspace (its claim counter is at the start) */
 #define EYTZ_CSR_TILES_AT 256
 
-/* Workspace of a CSR lookup: the count pass's scan, or a CsrSink's tiles (of at least EYTZ_SINGLE_BLOCK queries) */
+/* Workspace of a CSR lookup: the count pass's scan, or a CsrSink's tiles (of at least 32 queries) */
 static inline cudaError_t
 csr_temp_bytes(uint64_t nq, size_t *bytes)
 {
@@ -343,13 +343,13 @@ csr_temp_bytes(uint64_t nq, size_t *bytes)
 	*bytes = 0;
 	if ((e = cub::DeviceScan::ExclusiveSum(NULL, *bytes, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1))) !=
 		cudaSuccess ||
-		(e = CsrSink::TileState::AllocationSize((int) (nq / EYTZ_SINGLE_BLOCK + 1), tiles)) != cudaSuccess)
+		(e = CsrSink::TileState::AllocationSize((int) (nq / 32 + 1), tiles)) != cudaSuccess)
 		return e;
 	*bytes = std::max(*bytes, tiles + EYTZ_CSR_TILES_AT);
 	return cudaSuccess;
 }
 
-/* A CsrSink writing b.off and b.out over tiles of tq queries, initialised on st (its state in b.temp) */
+/* A CsrSink writing b.off and b.out over warp tiles of tq queries, initialised on st (its state in b.temp) */
 static inline cudaError_t
 csr_sink_init(const CsrBufs &b, uint64_t nq, uint32_t tq, CsrSink *sink, cudaStream_t st)
 {
@@ -359,7 +359,7 @@ csr_sink_init(const CsrBufs &b, uint64_t nq, uint32_t tq, CsrSink *sink, cudaStr
 
 	if ((e = CsrSink::TileState::AllocationSize(ntiles, need)) != cudaSuccess)
 		return e;
-	if (tq < EYTZ_SINGLE_BLOCK || need + EYTZ_CSR_TILES_AT > b.temp_bytes)
+	if (tq < 32 || need + EYTZ_CSR_TILES_AT > b.temp_bytes)
 		return cudaErrorInvalidValue;
 	sink->claimed = (uint32_t *) b.temp;
 	sink->off = b.off;
@@ -381,13 +381,12 @@ static inline cudaError_t
 csr_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, int q_per_thread, const CsrBufs &b, cudaStream_t st)
 {
 	uint32_t	q = q_per_thread >= 4 ? 4 : q_per_thread == 2 ? 2 : 1;
-	uint32_t	block = smem_point_slots(ix) * sizeof(KT) > EYTZ_BIG_PIN ? 1024 : EYTZ_SINGLE_BLOCK;
 	CsrSink		sink;
 	cudaError_t e;
 
 	if (nq == 0)
 		return cudaMemsetAsync(b.off, 0, 8, st);
-	if ((e = csr_sink_init(b, nq, block * q, &sink, st)) != cudaSuccess)
+	if ((e = csr_sink_init(b, nq, 32 * q, &sink, st)) != cudaSuccess)
 		return e;
 	return launch_point_smem_sink<KT, KT, CsrSink>(ix, qk, nq, sink, (int) q, 0, st);
 }
@@ -403,16 +402,16 @@ csr_compact_first(uint64_t nq, const CsrBufs &b, cudaStream_t st)
 				Q = EYTZ_COMPACT_Q;
 	CsrSink		sink;
 	int			grid = 0;
-	uint64_t	ntiles = (nq + BLOCK * Q - 1) / (BLOCK * Q);
+	uint64_t	need = (nq + 32 * Q * (BLOCK / 32) - 1) / (32 * Q * (BLOCK / 32));	/* a tile per warp */
 	cudaError_t e;
 
 	if (nq == 0)
 		return cudaMemsetAsync(b.off, 0, 8, st);
-	if ((e = csr_sink_init(b, nq, BLOCK * Q, &sink, st)) != cudaSuccess ||
+	if ((e = csr_sink_init(b, nq, 32 * Q, &sink, st)) != cudaSuccess ||
 		(e = grid_for(k_csr_compact<BLOCK, Q>, BLOCK, 0, 0, &grid)) != cudaSuccess)
 		return e;
-	if ((uint64_t) grid > ntiles)
-		grid = (int) ntiles;
+	if ((uint64_t) grid > need)
+		grid = (int) need;
 	k_csr_compact<BLOCK, Q><<<grid, BLOCK, 0, st>>>(b.first, nq, sink);
 	return cudaGetLastError();
 }

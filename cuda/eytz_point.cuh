@@ -96,16 +96,18 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 /*
  * What k_point_smem does with its results: a sink.  Sinks with TILED false
  * get each result (put(j, r)); the block walks tiles t, t + gridDim.x, ...
- * of BLOCK * Q queries.  Sinks with TILED true claim the tiles in order
- * (claim) and get a whole tile's results at once (tile: every thread of
- * the block calls it with its Q results, query t * BLOCK * Q + u * BLOCK +
- * threadIdx.x for result u), so they can scan across tiles (CsrSink).
+ * of BLOCK * Q queries (result u of thread i: query t * BLOCK * Q + u *
+ * BLOCK + i).  Sinks with TILED true have tiles of TILE_THREADS threads
+ * (a warp), claim them in order (first, next) and get a whole tile's
+ * results at once (tile: every thread of the tile calls it with its Q
+ * results), so they can scan across tiles (CsrSink).
  */
 
 /* A plain sink: store the result (out[j]) */
 struct StoreSink
 {
 	static constexpr bool TILED = false;
+	static constexpr int TILE_THREADS = 0;	/* 0: the block's */
 	uint64_t   *out;
 
 	__device__ __forceinline__ void put(uint64_t j, uint64_t r)
@@ -121,136 +123,124 @@ struct StoreSink
 /*
  * CSR results in one pass: each tile's point results (one match at most a
  * query, NO_MATCH for none) are compacted in query order where the tiles
- * before it left off.  Tiles are claimed in order with an atomic counter,
- * so every tile before a claimed one is held by a running block (the
- * precondition of CUB's decoupled look-back, whatever the residency), and
- * the block claims its next tile while it works on this one (the atomic's
- * round trip overlaps the walk).  A tile's first output place comes from
- * CUB's single-pass scan machinery over the tiles' match counts
- * (ScanTileState, TilePrefixCallbackOp in the first warp); within the tile
- * the places come from ballots (results u-major, then by thread, as the
- * queries are).  Each query's offset and its match are written at once,
- * off[nq] (the total) by the last tile.  Needs csr_tiles_init first.
+ * before it left off.  A tile is one warp's: 32 x Q queries, result u of
+ * lane l being query t * 32 * Q + u * 32 + l.  Warps claim tiles in order
+ * with an atomic counter, so every tile before a claimed one is held by a
+ * running warp (the precondition of a decoupled look-back, whatever the
+ * residency), and a warp claims its next tile while it works on this one.
+ * A tile's first output place comes from a decoupled look-back over the
+ * tiles' match counts, kept in CUB's single-pass scan tile states
+ * (ScanTileState); within the tile the places come from ballots.  Each
+ * query's offset and its match are written at once, off[nq] (the total) by
+ * the last tile.  Warps never wait for each other's barriers: while one
+ * looks back, the SM's other warps walk (CUB's TilePrefixCallbackOp looks
+ * back for a whole block in its first warp, which measured 0.83 ms at 2^15
+ * keys: the block's barriers around it idle the SM).  Needs csr_sink_init.
  */
 struct CsrSink
 {
 	using TileState = cub::ScanTileState<uint32_t>;
-	using Plus = ::cuda::std::plus<uint32_t>;
 	static constexpr bool TILED = true;
+	static constexpr int TILE_THREADS = 32;
 	TileState	ts;
 	uint32_t   *claimed;		/* tiles claimed so far (0 at the start) */
 	uint64_t   *off;			/* nq + 1 offsets */
 	uint64_t   *out;			/* the matches (room for nq) */
+	uint32_t	ahead;			/* this warp's next tile (claimed during the last) */
 
-	/* The block's next tile, claimed during the last one (tile) or, for the first, here */
-	template <int BLOCK>
-	__device__ __forceinline__ uint32_t &ahead()
-	{
-		__shared__ uint32_t claimed_next;
-
-		return claimed_next;
-	}
-
-	template <int BLOCK>
 	__device__ __forceinline__ uint64_t first()
 	{
-		if (threadIdx.x == 0)
-			ahead<BLOCK>() = atomicAdd(claimed, 1);
-		__syncthreads();
-		return ahead<BLOCK>();
+		uint32_t	t = 0;
+
+		if ((threadIdx.x & 31) == 0)
+			t = atomicAdd(claimed, 1);
+		return __shfl_sync(FULL, t, 0);
 	}
 
-	/* Read by every thread before the next tile's first barrier, after which warp 0 may set it again */
-	template <int BLOCK>
 	__device__ __forceinline__ uint64_t next(uint64_t)
 	{
-		return ahead<BLOCK>();
+		return ahead;
 	}
 
-	template <int BLOCK, int Q>
+	/*
+	 * The sum of the tiles before t (agg: t's own count, published first).
+	 * Lane l looks at tile t - 1 - l, then 32 further back, until a tile
+	 * whose inclusive prefix is known (or the padding before tile 0).
+	 */
+	__device__ __forceinline__ uint32_t look_back(int t, uint32_t agg)
+	{
+		const uint32_t lane = threadIdx.x & 31;
+		uint32_t	excl = 0;
+
+		if (lane == 0)
+			ts.SetPartial(t, agg);
+		for (int p = t - 1 - (int) lane;; p -= 32)
+		{
+			TileState::StatusWord st;
+			uint32_t	v;
+			unsigned	stop;
+
+			ts.WaitForValid(p, st, v);
+			stop = __ballot_sync(FULL, st != cub::SCAN_TILE_PARTIAL);
+			if (stop)
+			{
+				/* the nearest inclusive (or padding) tile ends the sum */
+				uint32_t	last = __ffs(stop) - 1;
+
+				excl += __reduce_add_sync(FULL, lane <= last ? v : 0);
+				break;
+			}
+			excl += __reduce_add_sync(FULL, v);
+		}
+		if (lane == 0)
+			ts.SetInclusive(t, excl + agg);
+		return excl;
+	}
+
+	template <int Q>
 	__device__ __forceinline__ void tile(uint64_t t, const uint64_t (&r)[Q], uint64_t nq)
 	{
-		constexpr int NW = BLOCK / 32;
-		constexpr int NV = Q * NW;		/* warp counts in query order: u, then warp */
-		constexpr int PER = (NV + 31) / 32;
-		using Prefix = cub::TilePrefixCallbackOp<uint32_t, Plus, TileState>;
-		__shared__ uint32_t wplace[NV];
-		__shared__ typename cub::WarpScan<uint32_t>::TempStorage wscan;
-		__shared__ typename Prefix::TempStorage pre;
-		const uint32_t lane = threadIdx.x & 31,
-					w = threadIdx.x >> 5;
-		const uint64_t j0 = t * (BLOCK * Q) + threadIdx.x;
-		uint32_t	below[Q];
-		uint32_t	nxt = 0;
+		const uint32_t lane = threadIdx.x & 31;
+		const uint64_t j0 = t * (32 * Q) + lane;
+		uint32_t	place[Q],
+					sum = 0,
+					base,
+					nxt = 0;
 
-		/* the next tile's claim goes out now; its answer is needed only after the barriers below */
-		if (threadIdx.x == 0)
+		/* the next tile's claim goes out now; its answer is needed only at the end */
+		if (lane == 0)
 			nxt = atomicAdd(claimed, 1);
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
-			bool		hit = j0 + (uint64_t) u * BLOCK < nq && r[u] != NO_MATCH;
-			unsigned	m = __ballot_sync(FULL, hit);
+			unsigned	m = __ballot_sync(FULL, j0 + (uint64_t) u * 32 < nq && r[u] != NO_MATCH);
 
-			below[u] = __popc(m & ((1u << lane) - 1));
-			if (lane == 0)
-				wplace[u * NW + w] = __popc(m);
+			place[u] = sum + __popc(m & ((1u << lane) - 1));
+			sum += __popc(m);
 		}
-		__syncthreads();
-		if (w == 0)
+		if (t == 0)
 		{
-			uint32_t	v[PER],
-						sum = 0,
-						excl,
-						agg,
-						base;
-
-#pragma unroll
-			for (int i = 0; i < PER; i++)
-			{
-				v[i] = lane * PER + i < NV ? wplace[lane * PER + i] : 0;
-				sum += v[i];
-			}
-			cub::WarpScan<uint32_t>(wscan).ExclusiveSum(sum, excl, agg);
-			if (t == 0)
-			{
-				if (lane == 0)
-					ts.SetInclusive(0, agg);
-				base = 0;
-			}
-			else
-			{
-				Prefix		op(ts, pre, Plus(), (int) t);
-
-				/* the look-back's answer is lane 0's */
-				base = __shfl_sync(FULL, op(agg), 0);
-			}
-#pragma unroll
-			for (int i = 0; i < PER; i++)
-			{
-				if (lane * PER + i < NV)
-					wplace[lane * PER + i] = base + excl;
-				excl += v[i];
-			}
-			if (lane == 0 && (t + 1) * (BLOCK * Q) >= nq)
-				off[nq] = base + agg;
 			if (lane == 0)
-				ahead<BLOCK>() = nxt;
+				ts.SetInclusive(0, sum);
+			base = 0;
 		}
-		__syncthreads();
+		else
+			base = look_back((int) t, sum);
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
-			uint64_t	j = j0 + (uint64_t) u * BLOCK;
-			uint64_t	p = wplace[u * NW + w] + below[u];
+			uint64_t	j = j0 + (uint64_t) u * 32;
 
 			if (j < nq)
 			{
-				off[j] = p;
+				off[j] = base + place[u];
 				if (r[u] != NO_MATCH)
-					out[p] = r[u];
+					out[base + place[u]] = r[u];
 			}
 		}
+		if (lane == 0 && (t + 1) * (32 * Q) >= nq && t * (32 * Q) < nq)
+			off[nq] = base + sum;
+		ahead = __shfl_sync(FULL, nxt, 0);
 	}
 
 	template <int BLOCK>
@@ -260,22 +250,22 @@ struct CsrSink
 };
 
 /* The tiles a block of k_point_smem (or k_csr_compact) walks: see the sinks above */
-template <int BLOCK, class Sink>
+template <class Sink>
 __device__ __forceinline__ uint64_t
 first_tile(Sink &sink)
 {
 	if constexpr (Sink::TILED)
-		return sink.template first<BLOCK>();
+		return sink.first();
 	else
 		return blockIdx.x;
 }
 
-template <int BLOCK, class Sink>
+template <class Sink>
 __device__ __forceinline__ uint64_t
 next_tile(Sink &sink, uint64_t t)
 {
 	if constexpr (Sink::TILED)
-		return sink.template next<BLOCK>(t);
+		return sink.next(t);
 	else
 		return t + gridDim.x;
 }
@@ -292,14 +282,16 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 	extern __shared__ __align__(16) unsigned char smem_raw[];
 	KT		   *pin = (KT *) smem_raw;
 	const uint32_t n = (uint32_t) ix.n;
+	constexpr int TT = Sink::TILE_THREADS ? Sink::TILE_THREADS : BLOCK;	/* threads of a tile */
+	const uint32_t tid = threadIdx.x % TT;
 
 	/* padding slots hold the largest key: never < x, so partial nodes need no count */
 	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
 		pin[t] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
 	__syncthreads();
-	for (uint64_t t = first_tile<BLOCK>(sink); t * (BLOCK * Q) < nq; t = next_tile<BLOCK>(sink, t))
+	for (uint64_t t = first_tile(sink); t * (TT * Q) < nq; t = next_tile(sink, t))
 	{
-		uint64_t	base = t * (BLOCK * Q) + threadIdx.x;
+		uint64_t	base = t * (TT * Q) + tid;
 		KT			x[Q];
 		uint32_t	s[Q],
 					cand[Q];
@@ -308,7 +300,7 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
-			uint64_t	j = base + (uint64_t) u * BLOCK;
+			uint64_t	j = base + (uint64_t) u * TT;
 
 			x[u] = j < nq ? (KT) qk[j] : (KT) 0;
 			s[u] = 0;
@@ -336,13 +328,13 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 		for (int u = 0; u < Q; u++)
 			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
 		if constexpr (Sink::TILED)
-			sink.template tile<BLOCK, Q>(t, r, nq);
+			sink.template tile<Q>(t, r, nq);
 		else
 		{
 #pragma unroll
 			for (int u = 0; u < Q; u++)
 			{
-				uint64_t	j = base + (uint64_t) u * BLOCK;
+				uint64_t	j = base + (uint64_t) u * TT;
 
 				if (j < nq)
 					sink.put(j, r[u]);
@@ -545,18 +537,18 @@ template <int BLOCK, int Q>
 __global__ void __launch_bounds__(BLOCK)
 k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
 {
-	for (uint64_t t = first_tile<BLOCK>(sink); t * (BLOCK * Q) < nq; t = next_tile<BLOCK>(sink, t))
+	for (uint64_t t = first_tile(sink); t * (32 * Q) < nq; t = next_tile(sink, t))
 	{
 		uint64_t	r[Q];
 
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
-			uint64_t	j = t * (BLOCK * Q) + (uint64_t) u * BLOCK + threadIdx.x;
+			uint64_t	j = t * (32 * Q) + (uint64_t) u * 32 + (threadIdx.x & 31);
 
 			r[u] = j < nq ? first[j] : NO_MATCH;
 		}
-		sink.template tile<BLOCK, Q>(t, r, nq);
+		sink.template tile<Q>(t, r, nq);
 	}
 }
 
