@@ -60,15 +60,32 @@ pin_slots(const Idx<KT> &ix, uint32_t pin_bytes)
 }
 
 /*
+ * Launch kernel, cooperatively when coop (every block resident at once: the
+ * grid must not exceed what fits; kernels whose warps wait for others').
+ */
+template <class K, class... Args>
+static inline cudaError_t
+launch_kernel(K kernel, bool coop, int grid, int block, size_t smem, cudaStream_t st, Args... args)
+{
+	void	   *a[] = {(void *) &args...};
+
+	if (coop)
+		return cudaLaunchCooperativeKernel((const void *) kernel, grid, block, a, smem, st);
+	kernel<<<grid, block, smem, st>>>(args...);
+	return cudaGetLastError();
+}
+
+/*
  * Launch a persistent grid of kernel big (1024 threads) when the pinned
  * shared-memory copy is large, since it leaves room for one block per SM
  * (make it a big one), else of kernel small (EYTZ_SINGLE_BLOCK threads).
- * max_blocks (0 = no cap) trims the grid to the work there is.
+ * max_blocks (0 = no cap) trims the grid to the work there is.  coop: a
+ * cooperative launch (launch_kernel).
  */
 template <class KB, class KS, class... Args>
 static inline cudaError_t
-launch_persistent(KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max_blocks, cudaStream_t st,
-				  Args... args)
+launch_persistent_as(bool coop, KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max_blocks,
+					 cudaStream_t st, Args... args)
 {
 	bool		b = smem > EYTZ_BIG_PIN;
 	int			block = b ? 1024 : EYTZ_SINGLE_BLOCK;
@@ -81,10 +98,16 @@ launch_persistent(KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max
 	if (max_blocks > 0 && (uint64_t) grid > max_blocks)
 		grid = (int) max_blocks;
 	if (b)
-		big<<<grid, block, smem, st>>>(args...);
-	else
-		small<<<grid, block, smem, st>>>(args...);
-	return cudaGetLastError();
+		return launch_kernel(big, coop, grid, block, smem, st, args...);
+	return launch_kernel(small, coop, grid, block, smem, st, args...);
+}
+
+template <class KB, class KS, class... Args>
+static inline cudaError_t
+launch_persistent(KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max_blocks, cudaStream_t st,
+				  Args... args)
+{
+	return launch_persistent_as(false, big, small, smem, blocks_per_sm, max_blocks, st, args...);
 }
 
 /* POINT kernel (k_point) for any fan-out and layout; POS: the lower-bound slot, not the payload */
@@ -184,10 +207,11 @@ launch_point_smem_sink(const Idx<KT> &ix, const QT *qk, uint64_t nq, const Sink 
 			/* no more blocks than there are lookups for */
 			uint64_t	per = (uint64_t) (smem > EYTZ_BIG_PIN ? 1024 : EYTZ_SINGLE_BLOCK) * q.value;
 
-			return launch_persistent(k_point_smem<KT, nk.value, 1024, q.value, QT, Sink>,
-									 k_point_smem<KT, nk.value, EYTZ_SINGLE_BLOCK, q.value, QT, Sink>,
-									 smem, blocks_per_sm, (nq + per - 1) / per, st, ix, qk, nq, sink,
-									 (uint32_t) npad);
+			/* a tiled sink's warps wait for each other: every block must be resident */
+			return launch_persistent_as(Sink::TILED, k_point_smem<KT, nk.value, 1024, q.value, QT, Sink>,
+										k_point_smem<KT, nk.value, EYTZ_SINGLE_BLOCK, q.value, QT, Sink>,
+										smem, blocks_per_sm, (nq + per - 1) / per, st, ix, qk, nq, sink,
+										(uint32_t) npad);
 		});
 	};
 
@@ -330,9 +354,6 @@ struct CsrBufs
 	size_t		temp_bytes;
 };
 
-/* Where a CsrSink's tile states start in the workspace (its claim counter is at the start) */
-#define EYTZ_CSR_TILES_AT 256
-
 /* Workspace of a CSR lookup: the count pass's scan, or a CsrSink's tiles (of at least 32 queries) */
 static inline cudaError_t
 csr_temp_bytes(uint64_t nq, size_t *bytes)
@@ -345,7 +366,7 @@ csr_temp_bytes(uint64_t nq, size_t *bytes)
 		cudaSuccess ||
 		(e = CsrSink::TileState::AllocationSize((int) (nq / 32 + 1), tiles)) != cudaSuccess)
 		return e;
-	*bytes = std::max(*bytes, tiles + EYTZ_CSR_TILES_AT);
+	*bytes = std::max(*bytes, tiles);
 	return cudaSuccess;
 }
 
@@ -359,12 +380,11 @@ csr_sink_init(const CsrBufs &b, uint64_t nq, uint32_t tq, CsrSink *sink, cudaStr
 
 	if ((e = CsrSink::TileState::AllocationSize(ntiles, need)) != cudaSuccess)
 		return e;
-	if (tq < 32 || need + EYTZ_CSR_TILES_AT > b.temp_bytes)
+	if (tq < 32 || need > b.temp_bytes)
 		return cudaErrorInvalidValue;
-	sink->claimed = (uint32_t *) b.temp;
 	sink->off = b.off;
 	sink->out = b.out;
-	if ((e = sink->ts.Init(ntiles, (char *) b.temp + EYTZ_CSR_TILES_AT, need)) != cudaSuccess)
+	if ((e = sink->ts.Init(ntiles, b.temp, need)) != cudaSuccess)
 		return e;
 	k_csr_tiles_init<<<(ntiles + 255) / 256, 256, 0, st>>>(*sink, ntiles);
 	return cudaGetLastError();
@@ -412,8 +432,7 @@ csr_compact_first(uint64_t nq, const CsrBufs &b, cudaStream_t st)
 		return e;
 	if ((uint64_t) grid > need)
 		grid = (int) need;
-	k_csr_compact<BLOCK, Q><<<grid, BLOCK, 0, st>>>(b.first, nq, sink);
-	return cudaGetLastError();
+	return launch_kernel(k_csr_compact<BLOCK, Q>, true, grid, BLOCK, 0, st, (const uint64_t *) b.first, nq, sink);
 }
 
 /*

@@ -124,18 +124,21 @@ struct StoreSink
  * CSR results in one pass: each tile's point results (one match at most a
  * query, NO_MATCH for none) are compacted in query order where the tiles
  * before it left off.  A tile is one warp's: 32 x Q queries, result u of
- * lane l being query t * 32 * Q + u * 32 + l.  Warps claim tiles in order
- * with an atomic counter, so every tile before a claimed one is held by a
- * running warp (the precondition of a decoupled look-back, whatever the
- * residency), and a warp claims its next tile while it works on this one.
- * A tile's first output place comes from a decoupled look-back over the
+ * lane l being query t * 32 * Q + u * 32 + l.  Warp w of the grid takes
+ * tiles w, w + W, w + 2W, ... (W warps in all); the kernel is launched
+ * cooperatively, so every warp is resident and the smallest unfinished
+ * tile can always go on (the precondition of a decoupled look-back).  A
+ * tile's first output place comes from a decoupled look-back over the
  * tiles' match counts, kept in CUB's single-pass scan tile states
  * (ScanTileState); within the tile the places come from ballots.  Each
  * query's offset and its match are written at once, off[nq] (the total) by
  * the last tile.  Warps never wait for each other's barriers: while one
- * looks back, the SM's other warps walk (CUB's TilePrefixCallbackOp looks
- * back for a whole block in its first warp, which measured 0.83 ms at 2^15
- * keys: the block's barriers around it idle the SM).  Needs csr_sink_init.
+ * looks back, the SM's other warps walk.  Measured against (2^15 keys):
+ * CUB's TilePrefixCallbackOp, which looks back for a whole block in its
+ * first warp between two block barriers (0.83 ms: with one 1024-thread
+ * block per SM the SM idles at every look-back), and warps claiming their
+ * tiles with an atomic counter (1.40 ms: 2^18 atomics on one address).
+ * Needs csr_sink_init.
  */
 struct CsrSink
 {
@@ -143,23 +146,17 @@ struct CsrSink
 	static constexpr bool TILED = true;
 	static constexpr int TILE_THREADS = 32;
 	TileState	ts;
-	uint32_t   *claimed;		/* tiles claimed so far (0 at the start) */
 	uint64_t   *off;			/* nq + 1 offsets */
 	uint64_t   *out;			/* the matches (room for nq) */
-	uint32_t	ahead;			/* this warp's next tile (claimed during the last) */
 
 	__device__ __forceinline__ uint64_t first()
 	{
-		uint32_t	t = 0;
-
-		if ((threadIdx.x & 31) == 0)
-			t = atomicAdd(claimed, 1);
-		return __shfl_sync(FULL, t, 0);
+		return ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	}
 
-	__device__ __forceinline__ uint64_t next(uint64_t)
+	__device__ __forceinline__ uint64_t next(uint64_t t)
 	{
-		return ahead;
+		return t + (((uint64_t) gridDim.x * blockDim.x) >> 5);
 	}
 
 	/*
@@ -204,12 +201,8 @@ struct CsrSink
 		const uint64_t j0 = t * (32 * Q) + lane;
 		uint32_t	place[Q],
 					sum = 0,
-					base,
-					nxt = 0;
+					base;
 
-		/* the next tile's claim goes out now; its answer is needed only at the end */
-		if (lane == 0)
-			nxt = atomicAdd(claimed, 1);
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
@@ -238,9 +231,8 @@ struct CsrSink
 					out[base + place[u]] = r[u];
 			}
 		}
-		if (lane == 0 && (t + 1) * (32 * Q) >= nq && t * (32 * Q) < nq)
+		if (lane == 0 && (t + 1) * (32 * Q) >= nq)
 			off[nq] = base + sum;
-		ahead = __shfl_sync(FULL, nxt, 0);
 	}
 
 	template <int BLOCK>
@@ -523,13 +515,11 @@ k_point_counts(const uint64_t *first, uint64_t nq, uint64_t *cnt)
 		cnt[i] = first[i] != NO_MATCH;
 }
 
-/* The tile states and the claim counter of a CsrSink over ntiles tiles */
+/* The tile states of a CsrSink over ntiles tiles */
 static __global__ void
 k_csr_tiles_init(CsrSink sink, int ntiles)
 {
 	sink.ts.InitializeStatus(ntiles);
-	if (blockIdx.x == 0 && threadIdx.x == 0)
-		*sink.claimed = 0;
 }
 
 /* CSR of point results already in query order (first[i]: payload or NO_MATCH), in one pass */
