@@ -60,15 +60,32 @@ pin_slots(const Idx<KT> &ix, uint32_t pin_bytes)
 }
 
 /*
+ * Launch kernel, cooperatively when coop (every block resident at once: the
+ * grid must not exceed what fits; kernels whose warps wait for others').
+ */
+template <class K, class... Args>
+static inline cudaError_t
+launch_kernel(K kernel, bool coop, int grid, int block, size_t smem, cudaStream_t st, Args... args)
+{
+	void	   *a[] = {(void *) &args...};
+
+	if (coop)
+		return cudaLaunchCooperativeKernel((const void *) kernel, grid, block, a, smem, st);
+	kernel<<<grid, block, smem, st>>>(args...);
+	return cudaGetLastError();
+}
+
+/*
  * Launch a persistent grid of kernel big (1024 threads) when the pinned
  * shared-memory copy is large, since it leaves room for one block per SM
  * (make it a big one), else of kernel small (EYTZ_SINGLE_BLOCK threads).
- * max_blocks (0 = no cap) trims the grid to the work there is.
+ * max_blocks (0 = no cap) trims the grid to the work there is.  coop: a
+ * cooperative launch (launch_kernel).
  */
 template <class KB, class KS, class... Args>
 static inline cudaError_t
-launch_persistent(KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max_blocks, cudaStream_t st,
-				  Args... args)
+launch_persistent_as(bool coop, KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max_blocks,
+					 cudaStream_t st, Args... args)
 {
 	bool		b = smem > EYTZ_BIG_PIN;
 	int			block = b ? 1024 : EYTZ_SINGLE_BLOCK;
@@ -81,10 +98,16 @@ launch_persistent(KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max
 	if (max_blocks > 0 && (uint64_t) grid > max_blocks)
 		grid = (int) max_blocks;
 	if (b)
-		big<<<grid, block, smem, st>>>(args...);
-	else
-		small<<<grid, block, smem, st>>>(args...);
-	return cudaGetLastError();
+		return launch_kernel(big, coop, grid, block, smem, st, args...);
+	return launch_kernel(small, coop, grid, block, smem, st, args...);
+}
+
+template <class KB, class KS, class... Args>
+static inline cudaError_t
+launch_persistent(KB big, KS small, size_t smem, int blocks_per_sm, uint64_t max_blocks, cudaStream_t st,
+				  Args... args)
+{
+	return launch_persistent_as(false, big, small, smem, blocks_per_sm, max_blocks, st, args...);
 }
 
 /* POINT kernel (k_point) for any fan-out and layout; POS: the lower-bound slot, not the payload */
@@ -184,10 +207,11 @@ launch_point_smem_sink(const Idx<KT> &ix, const QT *qk, uint64_t nq, const Sink 
 			/* no more blocks than there are lookups for */
 			uint64_t	per = (uint64_t) (smem > EYTZ_BIG_PIN ? 1024 : EYTZ_SINGLE_BLOCK) * q.value;
 
-			return launch_persistent(k_point_smem<KT, nk.value, 1024, q.value, QT, Sink>,
-									 k_point_smem<KT, nk.value, EYTZ_SINGLE_BLOCK, q.value, QT, Sink>,
-									 smem, blocks_per_sm, (nq + per - 1) / per, st, ix, qk, nq, sink,
-									 (uint32_t) npad);
+			/* a tiled sink's warps wait for each other: every block must be resident */
+			return launch_persistent_as(Sink::TILED, k_point_smem<KT, nk.value, 1024, q.value, QT, Sink>,
+										k_point_smem<KT, nk.value, EYTZ_SINGLE_BLOCK, q.value, QT, Sink>,
+										smem, blocks_per_sm, (nq + per - 1) / per, st, ix, qk, nq, sink,
+										(uint32_t) npad);
 		});
 	};
 
@@ -330,11 +354,85 @@ struct CsrBufs
 	size_t		temp_bytes;
 };
 
+/* Workspace of a CSR lookup: the count pass's scan, or a CsrSink's tiles (of at least 32 queries) */
 static inline cudaError_t
 csr_temp_bytes(uint64_t nq, size_t *bytes)
 {
+	size_t		tiles = 0;
+	cudaError_t e;
+
 	*bytes = 0;
-	return cub::DeviceScan::ExclusiveSum(NULL, *bytes, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1));
+	if ((e = cub::DeviceScan::ExclusiveSum(NULL, *bytes, (uint64_t *) NULL, (uint64_t *) NULL, (int) (nq + 1))) !=
+		cudaSuccess ||
+		(e = CsrSink::TileState::AllocationSize((int) (nq / 32 + 1), tiles)) != cudaSuccess)
+		return e;
+	*bytes = std::max(*bytes, tiles);
+	return cudaSuccess;
+}
+
+/* A CsrSink writing b.off and b.out over warp tiles of tq queries, initialised on st (its state in b.temp) */
+static inline cudaError_t
+csr_sink_init(const CsrBufs &b, uint64_t nq, uint32_t tq, CsrSink *sink, cudaStream_t st)
+{
+	int			ntiles = (int) ((nq + tq - 1) / tq);
+	size_t		need = 0;
+	cudaError_t e;
+
+	if ((e = CsrSink::TileState::AllocationSize(ntiles, need)) != cudaSuccess)
+		return e;
+	if (tq < 32 || need > b.temp_bytes)
+		return cudaErrorInvalidValue;
+	sink->off = b.off;
+	sink->out = b.out;
+	if ((e = sink->ts.Init(ntiles, b.temp, need)) != cudaSuccess)
+		return e;
+	k_csr_tiles_init<<<(ntiles + 255) / 256, 256, 0, st>>>(*sink, ntiles);
+	return cudaGetLastError();
+}
+
+/*
+ * CSR results of point lookups with the whole index in shared memory in
+ * one pass: the walk compacts its own results (k_point_smem with a
+ * CsrSink), writing b.off (nq + 1) and b.out (room for nq).  Needs
+ * smem_point_fits(ix).
+ */
+template <class KT>
+static inline cudaError_t
+csr_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, int q_per_thread, const CsrBufs &b, cudaStream_t st)
+{
+	uint32_t	q = q_per_thread >= 4 ? 4 : q_per_thread == 2 ? 2 : 1;
+	CsrSink		sink;
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaMemsetAsync(b.off, 0, 8, st);
+	if ((e = csr_sink_init(b, nq, 32 * q, &sink, st)) != cudaSuccess)
+		return e;
+	return launch_point_smem_sink<KT, KT, CsrSink>(ix, qk, nq, sink, (int) q, 0, st);
+}
+
+/*
+ * CSR results of point results already in query order (b.first: payload
+ * or NO_MATCH), in one pass instead of count, scan and fill: b.off and b.out.
+ */
+static inline cudaError_t
+csr_compact_first(uint64_t nq, const CsrBufs &b, cudaStream_t st)
+{
+	constexpr int BLOCK = EYTZ_SINGLE_BLOCK,
+				Q = EYTZ_COMPACT_Q;
+	CsrSink		sink;
+	int			grid = 0;
+	uint64_t	need = (nq + 32 * Q * (BLOCK / 32) - 1) / (32 * Q * (BLOCK / 32));	/* a tile per warp */
+	cudaError_t e;
+
+	if (nq == 0)
+		return cudaMemsetAsync(b.off, 0, 8, st);
+	if ((e = csr_sink_init(b, nq, 32 * Q, &sink, st)) != cudaSuccess ||
+		(e = grid_for(k_csr_compact<BLOCK, Q>, BLOCK, 0, 0, &grid)) != cudaSuccess)
+		return e;
+	if ((uint64_t) grid > need)
+		grid = (int) need;
+	return launch_kernel(k_csr_compact<BLOCK, Q>, true, grid, BLOCK, 0, st, (const uint64_t *) b.first, nq, sink);
 }
 
 /*
@@ -371,15 +469,11 @@ csr_count(const Idx<KT> &ix, const Qs<KT> &q, const Cfg &cfg, bool from_first, c
 /* Fill pass: the matches of query i to b.out[b.off[i] ..) (b.out holds b.off[nq]) */
 template <class KT>
 static inline cudaError_t
-csr_fill(const Idx<KT> &ix, const Qs<KT> &q, const Cfg &cfg, bool from_first, const CsrBufs &b, cudaStream_t st)
+csr_fill(const Idx<KT> &ix, const Qs<KT> &q, const Cfg &cfg, const CsrBufs &b, cudaStream_t st)
 {
 	Outs		o = {b.out, b.off, b.first};
 
-	if (!from_first)
-		return launch_lookup<KT, MODE_FILL>(ix, q, o, cfg, st);
-	if (q.nq > 0)
-		k_point_fill<<<grid1d(q.nq), 256, 0, st>>>(b.first, b.off, q.nq, b.out);
-	return cudaGetLastError();
+	return launch_lookup<KT, MODE_FILL>(ix, q, o, cfg, st);
 }
 
 }								/* namespace eytzk */

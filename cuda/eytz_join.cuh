@@ -287,6 +287,8 @@ k_rows_check(const uint32_t *rows, uint64_t nq, JoinStat *stat)
  */
 struct JoinSink
 {
+	static constexpr bool TILED = false;
+	static constexpr int TILE_THREADS = 0;	/* the block's */
 	const uint32_t *rows;
 	uint64_t	nq;
 	JoinCode	c;

@@ -93,9 +93,21 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
 	}
 }
 
-/* What k_point_smem does with a result: store it (out[j]) */
+/*
+ * What k_point_smem does with its results: a sink.  Sinks with TILED false
+ * get each result (put(j, r)); the block walks tiles t, t + gridDim.x, ...
+ * of BLOCK * Q queries (result u of thread i: query t * BLOCK * Q + u *
+ * BLOCK + i).  Sinks with TILED true have tiles of TILE_THREADS threads
+ * (a warp), claim them in order (first, next) and get a whole tile's
+ * results at once (tile: every thread of the tile calls it with its Q
+ * results), so they can scan across tiles (CsrSink).
+ */
+
+/* A plain sink: store the result (out[j]) */
 struct StoreSink
 {
+	static constexpr bool TILED = false;
+	static constexpr int TILE_THREADS = 0;	/* 0: the block's */
 	uint64_t   *out;
 
 	__device__ __forceinline__ void put(uint64_t j, uint64_t r)
@@ -109,6 +121,148 @@ struct StoreSink
 };
 
 /*
+ * CSR results in one pass: each tile's point results (one match at most a
+ * query, NO_MATCH for none) are compacted in query order where the tiles
+ * before it left off.  A tile is one warp's: 32 x Q queries, result u of
+ * lane l being query t * 32 * Q + u * 32 + l.  Warp w of the grid takes
+ * tiles w, w + W, w + 2W, ... (W warps in all); the kernel is launched
+ * cooperatively, so every warp is resident and the smallest unfinished
+ * tile can always go on (the precondition of a decoupled look-back).  A
+ * tile's first output place comes from a decoupled look-back over the
+ * tiles' match counts, kept in CUB's single-pass scan tile states
+ * (ScanTileState); within the tile the places come from ballots.  Each
+ * query's offset and its match are written at once, off[nq] (the total) by
+ * the last tile.  Warps never wait for each other's barriers: while one
+ * looks back, the SM's other warps walk.  Measured against (2^15 keys):
+ * CUB's TilePrefixCallbackOp, which looks back for a whole block in its
+ * first warp between two block barriers (0.83 ms: with one 1024-thread
+ * block per SM the SM idles at every look-back), and warps claiming their
+ * tiles with an atomic counter (1.40 ms: 2^18 atomics on one address).
+ * Needs csr_sink_init.
+ */
+struct CsrSink
+{
+	using TileState = cub::ScanTileState<uint32_t>;
+	static constexpr bool TILED = true;
+	static constexpr int TILE_THREADS = 32;
+	TileState	ts;
+	uint64_t   *off;			/* nq + 1 offsets */
+	uint64_t   *out;			/* the matches (room for nq) */
+
+	__device__ __forceinline__ uint64_t first()
+	{
+		return ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	}
+
+	__device__ __forceinline__ uint64_t next(uint64_t t)
+	{
+		return t + (((uint64_t) gridDim.x * blockDim.x) >> 5);
+	}
+
+	/*
+	 * The sum of the tiles before t (agg: t's own count, published first).
+	 * Lane l looks at tile t - 1 - l, then 32 further back, until a tile
+	 * whose inclusive prefix is known (or the padding before tile 0).
+	 */
+	__device__ __forceinline__ uint32_t look_back(int t, uint32_t agg)
+	{
+		const uint32_t lane = threadIdx.x & 31;
+		uint32_t	excl = 0;
+
+		if (lane == 0)
+			ts.SetPartial(t, agg);
+		for (int p = t - 1 - (int) lane;; p -= 32)
+		{
+			TileState::StatusWord st;
+			uint32_t	v;
+			unsigned	stop;
+
+			ts.WaitForValid(p, st, v);
+			stop = __ballot_sync(FULL, st != cub::SCAN_TILE_PARTIAL);
+			if (stop)
+			{
+				/* the nearest inclusive (or padding) tile ends the sum */
+				uint32_t	last = __ffs(stop) - 1;
+
+				excl += __reduce_add_sync(FULL, lane <= last ? v : 0);
+				break;
+			}
+			excl += __reduce_add_sync(FULL, v);
+		}
+		if (lane == 0)
+			ts.SetInclusive(t, excl + agg);
+		return excl;
+	}
+
+	template <int Q>
+	__device__ __forceinline__ void tile(uint64_t t, const uint64_t (&r)[Q], uint64_t nq)
+	{
+		const uint32_t lane = threadIdx.x & 31;
+		const uint64_t j0 = t * (32 * Q) + lane;
+		uint32_t	place[Q],
+					sum = 0,
+					base;
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			unsigned	m = __ballot_sync(FULL, j0 + (uint64_t) u * 32 < nq && r[u] != NO_MATCH);
+
+			place[u] = sum + __popc(m & ((1u << lane) - 1));
+			sum += __popc(m);
+		}
+		if (t == 0)
+		{
+			if (lane == 0)
+				ts.SetInclusive(0, sum);
+			base = 0;
+		}
+		else
+			base = look_back((int) t, sum);
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = j0 + (uint64_t) u * 32;
+
+			if (j < nq)
+			{
+				off[j] = base + place[u];
+				if (r[u] != NO_MATCH)
+					out[base + place[u]] = r[u];
+			}
+		}
+		if (lane == 0 && (t + 1) * (32 * Q) >= nq)
+			off[nq] = base + sum;
+	}
+
+	template <int BLOCK>
+	__device__ __forceinline__ void finish()
+	{
+	}
+};
+
+/* The tiles a block of k_point_smem (or k_csr_compact) walks: see the sinks above */
+template <class Sink>
+__device__ __forceinline__ uint64_t
+first_tile(Sink &sink)
+{
+	if constexpr (Sink::TILED)
+		return sink.first();
+	else
+		return blockIdx.x;
+}
+
+template <class Sink>
+__device__ __forceinline__ uint64_t
+next_tile(Sink &sink, uint64_t t)
+{
+	if constexpr (Sink::TILED)
+		return sink.next(t);
+	else
+		return t + gridDim.x;
+}
+
+/*
  * The whole index in shared memory, Q lookups per thread; query keys of
  * type QT (narrowed on load), each result handed to the sink (put, then
  * finish once per thread at the end: the sink may reduce over the block).
@@ -120,14 +274,16 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 	extern __shared__ __align__(16) unsigned char smem_raw[];
 	KT		   *pin = (KT *) smem_raw;
 	const uint32_t n = (uint32_t) ix.n;
-	const uint64_t step = (uint64_t) gridDim.x * BLOCK * Q;
+	constexpr int TT = Sink::TILE_THREADS ? Sink::TILE_THREADS : BLOCK;	/* threads of a tile */
+	const uint32_t tid = threadIdx.x % TT;
 
 	/* padding slots hold the largest key: never < x, so partial nodes need no count */
 	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
 		pin[t] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
 	__syncthreads();
-	for (uint64_t base = (uint64_t) blockIdx.x * BLOCK * Q + threadIdx.x; base < nq; base += step)
+	for (uint64_t t = first_tile(sink); t * (TT * Q) < nq; t = next_tile(sink, t))
 	{
+		uint64_t	base = t * (TT * Q) + tid;
 		KT			x[Q];
 		uint32_t	s[Q],
 					cand[Q];
@@ -136,7 +292,7 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
-			uint64_t	j = base + (uint64_t) u * BLOCK;
+			uint64_t	j = base + (uint64_t) u * TT;
 
 			x[u] = j < nq ? (KT) qk[j] : (KT) 0;
 			s[u] = 0;
@@ -163,13 +319,18 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
-#pragma unroll
-		for (int u = 0; u < Q; u++)
+		if constexpr (Sink::TILED)
+			sink.template tile<Q>(t, r, nq);
+		else
 		{
-			uint64_t	j = base + (uint64_t) u * BLOCK;
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+			{
+				uint64_t	j = base + (uint64_t) u * TT;
 
-			if (j < nq)
-				sink.put(j, r[u]);
+				if (j < nq)
+					sink.put(j, r[u]);
+			}
 		}
 	}
 	sink.template finish<BLOCK>();
@@ -354,15 +515,31 @@ k_point_counts(const uint64_t *first, uint64_t nq, uint64_t *cnt)
 		cnt[i] = first[i] != NO_MATCH;
 }
 
-/* ... and the fill at the scanned offsets */
+/* The tile states of a CsrSink over ntiles tiles */
 static __global__ void
-k_point_fill(const uint64_t *first, const uint64_t *off, uint64_t nq, uint64_t *out)
+k_csr_tiles_init(CsrSink sink, int ntiles)
 {
-	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+	sink.ts.InitializeStatus(ntiles);
+}
 
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nq; i += stride)
-		if (first[i] != NO_MATCH)
-			out[off[i]] = first[i];
+/* CSR of point results already in query order (first[i]: payload or NO_MATCH), in one pass */
+template <int BLOCK, int Q>
+__global__ void __launch_bounds__(BLOCK)
+k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
+{
+	for (uint64_t t = first_tile(sink); t * (32 * Q) < nq; t = next_tile(sink, t))
+	{
+		uint64_t	r[Q];
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = t * (32 * Q) + (uint64_t) u * 32 + (threadIdx.x & 31);
+
+			r[u] = j < nq ? first[j] : NO_MATCH;
+		}
+		sink.template tile<Q>(t, r, nq);
+	}
 }
 
 }								/* namespace eytzk */

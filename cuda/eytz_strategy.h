@@ -29,6 +29,7 @@ typedef struct EytzPlanInput
 	int			wide;			/* the sampled ranges are wide (eytz_wide_ranges) */
 	uint64_t	nq;				/* lookups in the batch */
 	uint32_t	flags;			/* EYTZGPU_STRAT_*, _REORDER_*, _PIN_* (0: automatic) */
+	uint64_t	chunk;			/* the queries reach the device in chunks of this many (0: all at once) */
 } EytzPlanInput;
 
 /* Point fast paths: one result per query, no count pass */
@@ -46,6 +47,7 @@ typedef struct EytzPlan
 	uint32_t	reord;			/* EYTZGPU_REORDER_NONE, _LOCAL or _GLOBAL */
 	uint32_t	pin;			/* EYTZGPU_PIN_ON or _OFF */
 	uint32_t	pin_bytes;		/* shared memory for pinned top levels (0: none) */
+	int			chunked;		/* EYTZ_PATH_KERNELS points: each chunk walked as soon as it arrives */
 } EytzPlan;
 
 /* Does the whole index of n keys fit the shared-memory point kernel (node size nk)? */
@@ -96,7 +98,12 @@ eytz_wide_ranges(const void *lo, const void *hi, int elem_width, int key_width, 
  * shared memory (the binary copy when it fits: it beat EKS there), or
  * globally sorted lookups from EYTZ_GSORT_MIN_KEY_BYTES of keys and
  * EYTZ_GSORT_MIN_BATCH lookups; an explicit global reordering of such points
- * also takes the sorted path.  Explicit flags choose any other combination.
+ * also takes the sorted path.  Points that reach the device in chunks of at
+ * least EYTZ_CHUNK_WALK_MIN queries (join batches staged from host memory)
+ * are instead walked chunk by chunk by the point kernels while the next
+ * chunks are sent: the walks hide under the transfers, where the sorted
+ * path needs the whole batch first.  Explicit flags choose any other
+ * combination.
  */
 static inline EytzPlan
 eytz_plan(const EytzPlanInput *in)
@@ -112,6 +119,7 @@ eytz_plan(const EytzPlanInput *in)
 
 	p.path = EYTZ_PATH_KERNELS;
 	p.smem_on_copy = 0;
+	p.chunked = 0;
 	if (strat == EYTZGPU_STRAT_AUTO)
 	{
 		if (!in->point && in->wide && in->k > 2)
@@ -129,6 +137,8 @@ eytz_plan(const EytzPlanInput *in)
 		p.smem_on_copy = copy_fits;
 		if (all_auto && (copy_fits || eytz_smem_point_fits(in->n, in->k - 1, in->key_width)))
 			p.path = EYTZ_PATH_SMEM;
+		else if (all_auto && in->chunk >= EYTZ_CHUNK_WALK_MIN && in->chunk < in->nq)
+			p.chunked = 1;
 		else if (all_auto && in->n * (uint64_t) in->key_width >= EYTZ_GSORT_MIN_KEY_BYTES &&
 				 in->nq >= EYTZ_GSORT_MIN_BATCH)
 			p.path = EYTZ_PATH_SORTED;

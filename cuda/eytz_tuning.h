@@ -66,6 +66,13 @@
 #define EYTZ_PART_BLOCK			256
 #define EYTZ_PART_ITEMS			4
 
+/*
+ * CSR compaction of point results already in query order (k_csr_compact):
+ * 4 results a thread, a warp's tile of 128 queries per look-back (not
+ * tuned; the shared-memory walk's tiles are 32 x EYTZ_SMEM_Q).
+ */
+#define EYTZ_COMPACT_Q			4
+
 /* ---- composite strategy (README "Composite strategy") ---- */
 
 /* keys of at most this many bytes also get a binary (k = 2) copy: EBS with pinning wins there */
@@ -112,6 +119,15 @@
  * 1.56x its pinned transfer against 1.51x, h100_api_nt16.log).
  */
 #define EYTZ_STAGE_CHUNKS_PER_THREAD	4
+
+/*
+ * Join point batches that arrive in chunks of at least this many queries
+ * are walked chunk by chunk as they arrive (EytzPlan.chunked): 2^25 queries
+ * come in chunks of 2^20, the executor's batches of 2^20 in chunks of 2^16,
+ * which keep their one walk after the transfer (a launch per 2^16 queries
+ * was not measured).
+ */
+#define EYTZ_CHUNK_WALK_MIN		(1ull << 18)
 #define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)
 #define EYTZ_STAGE_CHUNK_MAX	(1ull << 20)
 #define EYTZ_STAGE_THREADS		8

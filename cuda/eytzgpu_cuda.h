@@ -98,7 +98,7 @@ typedef struct EytzGpuResult
 	const uint64_t *payloads;
 	uint64_t	total;
 	uint32_t	strategy;		/* EYTZGPU_STRAT_* | EYTZGPU_REORDER_* | EYTZGPU_PIN_* used */
-	float		kernel_ms;		/* device time of sort/count/scan/fill (CUDA events) */
+	float		kernel_ms;		/* device time of sort/count/scan/fill or the one pass (CUDA events) */
 	float		total_ms;		/* wall time of the call, transfers included */
 } EytzGpuResult;
 
@@ -170,8 +170,10 @@ typedef struct EytzGpuJoinResult
 	uint64_t	nq_done;		/* queries answered: a prefix of the batch */
 	uint32_t	strategy;		/* EYTZGPU_STRAT_* | EYTZGPU_REORDER_* | EYTZGPU_PIN_* used */
 	int			point_mode;		/* one match per query at most: no count pass ran */
-	float		kernel_ms;		/* device time of the kernels (lookups, sort), CUDA events */
-	float		transfer_ms;	/* device time of the copies in and out */
+	float		kernel_ms;		/* device time of the kernels (lookups, sort) after the copies in, CUDA
+								 * events */
+	float		transfer_ms;	/* device time of the copies in and out (with the walks of batches
+								 * walked chunk by chunk as they arrive) */
 	float		total_ms;		/* wall time from the submit to the end of the wait */
 } EytzGpuJoinResult;
 

@@ -148,8 +148,14 @@ eytzgpu_free(EytzGpuIndex *h)
 		for (i = 0; i < 4; i++)
 			if (h->ev[i])
 				(void) cudaEventDestroy(h->ev[i]);
+		if (h->ev_sent)
+			(void) cudaEventDestroy(h->ev_sent);
+		if (h->ev_walked)
+			(void) cudaEventDestroy(h->ev_walked);
 		if (h->st)
 			(void) cudaStreamDestroy(h->st);
+		if (h->st_walk)
+			(void) cudaStreamDestroy(h->st_walk);
 		(void) cudaGetLastError();
 	}
 	free(h);
@@ -172,8 +178,11 @@ new_handle(int device, int kw, uint32_t k, uint64_t n, EytzGpuIndex **out, char 
 	h->k = k;
 	h->n = n;
 	CK(cudaStreamCreateWithFlags(&h->st, cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&h->st_walk, cudaStreamNonBlocking));
 	for (i = 0; i < 4; i++)
 		CK(cudaEventCreate(&h->ev[i]));
+	CK(cudaEventCreateWithFlags(&h->ev_sent, cudaEventDisableTiming));
+	CK(cudaEventCreateWithFlags(&h->ev_walked, cudaEventDisableTiming));
 	for (i = 0; i < 2; i++)
 		for (size_t j = 0; j < sizeof(h->sets[i].ev) / sizeof(h->sets[i].ev[0]); j++)
 			CK(cudaEventCreate(&h->sets[i].ev[j]));

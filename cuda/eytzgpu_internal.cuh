@@ -65,6 +65,10 @@ struct EytzGpuIndex
 	eytzk::JoinCode code;		/* how join results compact the live payloads */
 	cudaStream_t st;
 	cudaEvent_t ev[4];
+	/* join batches whose chunks are walked as they arrive (EytzPlan.chunked) */
+	cudaStream_t st_walk;		/* the walks, beside the transfers on st */
+	cudaEvent_t ev_sent,		/* a chunk is on the device */
+				ev_walked;		/* every chunk is walked */
 	/* lookup workspace, grown geometrically */
 	uint64_t	q_cap;			/* queries the device query buffers hold */
 	void	   *d_lo,			/* keys of the index's width */

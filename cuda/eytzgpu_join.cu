@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <string.h>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -270,13 +271,34 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
  * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
  * of 2^20 queries are staged by all threads too.  The threads copy memory and nothing else;
  * they start with every signal blocked (the host process's handlers stay
- * on its own thread) and are joined before this returns.
+ * on its own thread) and are joined before this returns.  Chunks are sent
+ * in order, by the calling thread, which then calls sent (when set) with
+ * the chunk: it may queue the chunk's walk.
  */
-static cudaError_t
-stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, bool narrow)
+/* Threads that copy the caller's arrays: half the cores, at most EYTZ_STAGE_THREADS */
+static uint64_t
+stage_threads(void)
 {
-	unsigned	hw = std::thread::hardware_concurrency();
-	uint64_t	maxthreads = std::min<uint64_t>(EYTZ_STAGE_THREADS, hw / 2);
+	return std::min<uint64_t>(EYTZ_STAGE_THREADS, std::thread::hardware_concurrency() / 2);
+}
+
+/* Queries per chunk of a batch of nq: EYTZ_STAGE_CHUNKS_PER_THREAD for every staging thread, within bounds */
+static uint64_t
+stage_chunk_queries(uint64_t nq)
+{
+	uint64_t	chunk = nq / (EYTZ_STAGE_CHUNKS_PER_THREAD * std::max<uint64_t>(stage_threads(), 1));
+
+	return std::min<uint64_t>(std::max<uint64_t>(chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
+}
+
+/* What to do with a chunk [a, a + m) of the queries once its transfer is queued */
+typedef std::function<cudaError_t(uint64_t a, uint64_t m)> ChunkSent;
+
+static cudaError_t
+stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, bool narrow,
+			 const ChunkSent &sent)
+{
+	uint64_t	maxthreads = stage_threads();
 	StagePlan	sp;
 	uint64_t	nch,
 				nthreads;
@@ -287,8 +309,17 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 				old;
 
 	sp.narrow = src && narrow;
-	sp.chunk = nq / (EYTZ_STAGE_CHUNKS_PER_THREAD * std::max<uint64_t>(maxthreads, 1));
-	sp.chunk = std::min<uint64_t>(std::max<uint64_t>(sp.chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
+	sp.chunk = stage_chunk_queries(nq);
+
+	/* chunk c's transfer, then what the caller does with it */
+	auto		send = [&](uint64_t c) {
+		uint64_t	a = c * sp.chunk;
+		cudaError_t se = stage_chunk(h, js, NULL, nq, ranges, sp, c);
+
+		if (se == cudaSuccess && sent)
+			se = sent(a, std::min(sp.chunk, nq - a));
+		return se;
+	};
 	nch = (nq + sp.chunk - 1) / sp.chunk;
 	nthreads = std::min<uint64_t>(maxthreads, nch);
 	if (!src || nch < 2 || nthreads < 2)
@@ -298,7 +329,7 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 		{
 			if (src)
 				stage_chunk(h, js, src, nq, ranges, sp, c);
-			e = stage_chunk(h, js, NULL, nq, ranges, sp, c);
+			e = send(c);
 		}
 		return e;
 	}
@@ -331,11 +362,41 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 			while (!done[c].load(std::memory_order_acquire))
 				std::this_thread::yield();
 		if (e == cudaSuccess)
-			e = stage_chunk(h, js, NULL, nq, ranges, sp, c);
+			e = send(c);
 	}
 	for (auto &w : workers)
 		w.join();
 	return e;
+}
+
+/*
+ * The point walk of chunk [a, a + m) of a batch, on st_walk once the chunk's
+ * transfer (queued on st) is done: its keys narrowed to the index's width
+ * unless they came narrowed, its results to d_first + a.
+ */
+template <class KT>
+static cudaError_t
+walk_chunk(EytzGpuIndex *h, const Idx<KT> &ix, const Cfg &cfg, bool narrowed, uint64_t a, uint64_t m)
+{
+	Qs<KT>		q;
+	Outs		o = {h->d_first + a, NULL, NULL};
+	cudaError_t e;
+
+	if ((e = cudaEventRecord(h->ev_sent, h->st)) != cudaSuccess ||
+		(e = cudaStreamWaitEvent(h->st_walk, h->ev_sent, 0)) != cudaSuccess)
+		return e;
+	memset(&q, 0, sizeof(q));
+	q.nq = m;
+	if (narrowed || sizeof(KT) == 8)
+		q.lo = (const KT *) (narrowed ? h->d_lo : (void *) h->d_jlo) + a;
+	else
+	{
+		k_narrow<KT><<<grid1d(m), 256, 0, h->st_walk>>>(h->d_jlo + a, (KT *) h->d_lo + a, m);
+		if ((e = cudaGetLastError()) != cudaSuccess)
+			return e;
+		q.lo = (const KT *) h->d_lo + a;
+	}
+	return launch_lookup<KT, MODE_POINT>(ix, q, o, cfg, h->st_walk);
 }
 
 /*
@@ -381,6 +442,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 										 h->minkey, h->maxkey, h->n);
 	in.nq = nq;
 	in.flags = flags;
+	in.chunk = stage_chunk_queries(nq);
 	plan = eytz_plan(&in);
 	point_mode = in.point && in.points_ok;
 	smem_fused = point_mode && plan.path == EYTZ_PATH_SMEM && max_matches >= nq;
@@ -401,15 +463,31 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 	if (!js->h_stat)
 		CK(cudaMallocHost((void **) &js->h_stat, sizeof(JoinStat)));
 
-	/* inputs in */
+	/* inputs in; chunked point batches are walked (into d_first) on st_walk as their chunks arrive */
 	CK(cudaEventRecord(js->ev[0], st));
-	CK(stage_inputs(h, js, src, nq, ranges, narrowed));
+	if (flags & EYTZGPU_POISON)
+	{
+		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, st));
+		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, st));
+		if (point_mode)
+			CK(poison_items(jb, nq, st));
+	}
+	if (plan.chunked && point_mode)
+	{
+		CK(stage_inputs(h, js, src, nq, ranges, narrowed, [&](uint64_t a, uint64_t m) {
+			return walk_chunk<KT>(h, ix, cfg, narrowed, a, m);
+		}));
+		CK(cudaEventRecord(h->ev_walked, h->st_walk));
+		CK(cudaStreamWaitEvent(st, h->ev_walked, 0));
+	}
+	else
+		CK(stage_inputs(h, js, src, nq, ranges, narrowed, ChunkSent()));
 	CK(cudaEventRecord(js->ev[1], st));
 
-	/* keys of the index's width (the fused shared-memory path narrows them itself) */
+	/* keys of the index's width (the fused shared-memory path narrows them itself; chunked walks did) */
 	memset(&q, 0, sizeof(q));
 	q.nq = nq;
-	if (narrowed)
+	if (narrowed || (plan.chunked && point_mode && sizeof(KT) == 4))
 	{
 		q.lo = (const KT *) h->d_lo;
 		q.hi = ranges ? (const KT *) h->d_hi : NULL;
@@ -429,13 +507,6 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 		q.hi = ranges ? (const KT *) h->d_hi : NULL;
 	}
 	b = csr_bufs_of(h);
-	if (flags & EYTZGPU_POISON)
-	{
-		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, st));
-		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, st));
-		if (point_mode)
-			CK(poison_items(jb, nq, st));
-	}
 
 	if (smem_fused)
 	{
@@ -472,7 +543,8 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 	}
 	else if (point_mode)
 	{
-		CK(point_first<KT>(h, plan, ix, q.lo, nq, h->d_first));
+		if (!plan.chunked)
+			CK(point_first<KT>(h, plan, ix, q.lo, nq, h->d_first));
 		if (max_matches < nq)
 			CK(csr_count<KT>(ix, q, cfg, true, b, st));
 		k_join_prefix<<<1, 1, 0, st>>>(max_matches < nq ? h->d_off : NULL, nq, max_matches, h->d_stat);
@@ -517,7 +589,7 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 		/* the fill of the prefix: its offsets are those of the whole batch */
 		q.nq = nq_done;
 		if (total > 0)
-			CK(csr_fill<KT>(ix, q, cfg, false, b, st));
+			CK(csr_fill<KT>(ix, q, cfg, b, st));
 		if (nq_done > 0)
 			k_join_from_csr<<<grid1d(nq_done), 256, 0, st>>>(h->d_out, h->d_off, h->d_jrows, nq_done, h->code,
 															  jb, jsl, h->d_stat);

@@ -75,9 +75,12 @@ done:
 }
 
 /*
- * One batch: the plan (eytz_strategy.h), the queries in, the count pass (or a
- * point fast path) and the scan, the total back to size the output, the fill
- * pass, the results out.
+ * One batch: the plan (eytz_strategy.h), the queries in, then the CSR
+ * result.  Point fast paths (unique keys: one match at most a query) write
+ * it in one pass (the shared-memory walk compacts its own results; the
+ * sorted path's results are compacted after it), the total back; the others
+ * run the count pass and the scan, the total back to size the output, the
+ * fill pass.  Then the results out.
  */
 template <class KT>
 static int
@@ -91,6 +94,7 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	Qs<KT>		q;
 	Cfg			cfg;
 	CsrBufs		b;
+	bool		one_pass;
 	uint64_t	total = 0;
 	float		ms1 = 0,
 				ms2 = 0;
@@ -106,14 +110,18 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	in.wide = eytz_wide_ranges(lo, hi, sizeof(KT), sizeof(KT), nq, h->minkey, h->maxkey, h->n);
 	in.nq = nq;
 	in.flags = flags;
+	in.chunk = 0;
 	plan = eytz_plan(&in);
 	ix = plan_idx<KT>(h, plan.on_copy);
 	cfg = plan_cfg(plan);
+	one_pass = plan.path != EYTZ_PATH_KERNELS;
 
 	if ((rc = ensure_queries(h, nq, plan.reord == EYTZGPU_REORDER_GLOBAL, errbuf, errlen)) != EYTZGPU_OK)
 		goto done;
 	CK(grow((void **) &h->h_off, &h->hoff_cap, (nq + 1) * 8, true));
 	CK(grow(&h->h_q, &h->hq_cap, nq * sizeof(KT) * (hi ? 2 : 1) + 8, true));
+	if (one_pass)
+		CK(grow((void **) &h->d_out, &h->out_cap, nq * 8 + 8, false));
 	if (nq > 0)
 	{
 		memcpy(h->h_q, lo, nq * sizeof(KT));
@@ -130,6 +138,7 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	q.hi = hi ? (const KT *) h->d_hi : NULL;
 	q.nq = nq;
 	b = csr_bufs_of(h);
+	b.out = h->d_out;
 
 	CK(cudaEventRecord(h->ev[0], h->st));
 	if (flags & EYTZGPU_POISON)
@@ -137,28 +146,39 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 		CK(cudaMemsetAsync(h->d_cnt, 0xFF, (nq + 1) * 8, h->st));
 		CK(cudaMemsetAsync(h->d_off, 0xFF, (nq + 1) * 8, h->st));
 		CK(cudaMemsetAsync(h->d_first, 0xFF, nq * 8, h->st));
+		if (one_pass)
+			CK(cudaMemsetAsync(h->d_out, 0xFF, nq * 8, h->st));
 	}
-	if (plan.path != EYTZ_PATH_KERNELS)
+	if (plan.path == EYTZ_PATH_SMEM)
+		CK(csr_point_smem<KT>(plan_idx<KT>(h, plan.smem_on_copy), q.lo, nq, EYTZ_SMEM_Q, b, h->st));
+	else if (one_pass)
+	{
 		CK(point_first<KT>(h, plan, ix, q.lo, nq, h->d_first));
-	else if (plan.reord == EYTZGPU_REORDER_GLOBAL && nq > 0)
-		CK(reorder_chunked<KT>(q, (KT) h->minkey, (KT) h->maxkey, Reorder{EYTZ_REORDER_LOGC, EYTZ_REORDER_BITS},
-							   h->d_comp_a, h->d_comp_b, h->d_temp, h->temp_cap, h->st));
-	CK(csr_count<KT>(ix, q, cfg, plan.path != EYTZ_PATH_KERNELS, b, h->st));
+		CK(csr_compact_first(nq, b, h->st));
+	}
+	else
+	{
+		if (plan.reord == EYTZGPU_REORDER_GLOBAL && nq > 0)
+			CK(reorder_chunked<KT>(q, (KT) h->minkey, (KT) h->maxkey, Reorder{EYTZ_REORDER_LOGC, EYTZ_REORDER_BITS},
+								   h->d_comp_a, h->d_comp_b, h->d_temp, h->temp_cap, h->st));
+		CK(csr_count<KT>(ix, q, cfg, false, b, h->st));
+	}
 	CK(cudaEventRecord(h->ev[1], h->st));
 	CK(cudaMemcpyAsync(h->h_off + nq, h->d_off + nq, 8, cudaMemcpyDeviceToHost, h->st));
 	CK(cudaStreamSynchronize(h->st));
 	total = h->h_off[nq];
 	if (total > 0)
 	{
-		CK(grow((void **) &h->d_out, &h->out_cap, total * 8, false));
+		if (!one_pass)
+			CK(grow((void **) &h->d_out, &h->out_cap, total * 8, false));
 		CK(grow((void **) &h->h_pay, &h->hpay_cap, total * 8, true));
 	}
 	b.out = h->d_out;
 	CK(cudaEventRecord(h->ev[2], h->st));
-	if (total > 0 && (flags & EYTZGPU_POISON))
+	if (total > 0 && !one_pass && (flags & EYTZGPU_POISON))
 		CK(cudaMemsetAsync(h->d_out, 0xFF, total * 8, h->st));
-	if (total > 0)
-		CK(csr_fill<KT>(ix, q, cfg, plan.path != EYTZ_PATH_KERNELS, b, h->st));
+	if (total > 0 && !one_pass)
+		CK(csr_fill<KT>(ix, q, cfg, b, h->st));
 	CK(cudaEventRecord(h->ev[3], h->st));
 	CK(cudaMemcpyAsync(h->h_off, h->d_off, (nq + 1) * 8, cudaMemcpyDeviceToHost, h->st));
 	if (total > 0)

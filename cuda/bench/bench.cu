@@ -436,7 +436,7 @@ run_csr(const Bench<KT> &b, const Var &v, const KT *lo, const KT *hi, uint64_t n
 		if (v.logc)
 			CK(reorder_chunked<KT>(qs, w.mn, w.mx, Reorder{v.logc, v.bits}, w.comp_a, w.comp_b, w.temp, w.tb, 0));
 		CK(csr_count<KT>(ix, qs, cfg, false, cb, 0));
-		CK(csr_fill<KT>(ix, qs, cfg, false, cb, 0));
+		CK(csr_fill<KT>(ix, qs, cfg, cb, 0));
 	};
 
 	ms = time_ms(f, 5);

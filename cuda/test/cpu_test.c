@@ -104,8 +104,10 @@ static int	splan_failed;
 
 #define EXPECT(cond, ...) do { if (!(cond)) { splan_failed++; printf("FAIL strategy: " __VA_ARGS__); printf("\n"); } } while (0)
 
+/* The plan of a batch whose queries reach the device in chunks of chunk (0: at once) */
 static EytzPlan
-plan_of(uint64_t n, int kw, uint32_t k, int copy, int points_ok, int point, int wide, uint64_t nq, uint32_t flags)
+plan_chunked(uint64_t n, int kw, uint32_t k, int copy, int points_ok, int point, int wide, uint64_t nq,
+			 uint32_t flags, uint64_t chunk)
 {
 	EytzPlanInput in;
 
@@ -118,7 +120,14 @@ plan_of(uint64_t n, int kw, uint32_t k, int copy, int points_ok, int point, int 
 	in.wide = wide;
 	in.nq = nq;
 	in.flags = flags;
+	in.chunk = chunk;
 	return eytz_plan(&in);
+}
+
+static EytzPlan
+plan_of(uint64_t n, int kw, uint32_t k, int copy, int points_ok, int point, int wide, uint64_t nq, uint32_t flags)
+{
+	return plan_chunked(n, kw, k, copy, points_ok, point, wide, nq, flags, 0);
 }
 
 /* The composite strategy's choices (README "Composite strategy"); returns 1 when all held */
@@ -168,6 +177,18 @@ check_strategy(void)
 	EXPECT(p.path == EYTZ_PATH_KERNELS && p.strat == EYTZGPU_STRAT_GROUP, "explicit group: path %d", p.path);
 	p = plan_of(1 << 15, 4, 9, 1, 1, 1, 0, 1 << 20, EYTZGPU_PIN_OFF);
 	EXPECT(p.path == EYTZ_PATH_KERNELS && p.pin_bytes == 0, "explicit pin off: path %d", p.path);
+	/* join points arriving in chunks of 2^20: each walked as it arrives (EKS single, 16 KiB pinned) */
+	p = plan_chunked(1 << 28, 4, 9, 0, 1, 1, 0, 1 << 25, 0, 1 << 20);
+	EXPECT(p.path == EYTZ_PATH_KERNELS && p.chunked && p.strat == EYTZGPU_STRAT_SINGLE &&
+		   p.reord == EYTZGPU_REORDER_NONE && p.pin_bytes == EYTZ_PIN_BYTES_LARGE,
+		   "2^28 chunked points: path %d chunked %d strat %#x pin %u", p.path, p.chunked, p.strat, p.pin_bytes);
+	/* ... not in small chunks, nor when the index fits shared memory, nor for ranges or duplicates */
+	p = plan_chunked(1 << 28, 4, 9, 0, 1, 1, 0, 1 << 20, 0, 1 << 16);
+	EXPECT(p.path == EYTZ_PATH_SORTED && !p.chunked, "2^28, chunks of 2^16: path %d", p.path);
+	p = plan_chunked(1 << 15, 4, 9, 1, 1, 1, 0, 1 << 25, 0, 1 << 20);
+	EXPECT(p.path == EYTZ_PATH_SMEM && !p.chunked, "2^15 chunked points: path %d", p.path);
+	p = plan_chunked(1 << 28, 4, 9, 0, 0, 1, 0, 1 << 25, 0, 1 << 20);
+	EXPECT(!p.chunked, "chunked duplicates");
 	/* an empty batch takes no fast path */
 	p = plan_of(1 << 15, 4, 9, 1, 1, 1, 0, 0, 0);
 	EXPECT(p.path == EYTZ_PATH_KERNELS, "empty batch: path %d", p.path);
@@ -189,7 +210,7 @@ check_strategy(void)
 
 		if ((flags & EYTZGPU_REORDER_MASK) == EYTZGPU_REORDER_MASK)
 			flags &= ~EYTZGPU_REORDER_MASK;
-		p = plan_of(n, kw, k, copy, pok, point, wide, nq, flags);
+		p = plan_chunked(n, kw, k, copy, pok, point, wide, nq, flags, rnd() % 2 ? 0 : rnd() % (1u << 21));
 		EXPECT(p.strat == EYTZGPU_STRAT_SINGLE || p.strat == EYTZGPU_STRAT_GROUP || p.strat == EYTZGPU_STRAT_EBS,
 			   "strat %#x", p.strat);
 		EXPECT(p.strat != EYTZGPU_STRAT_GROUP || k > 2, "group on k = 2");
@@ -197,6 +218,8 @@ check_strategy(void)
 		EXPECT(p.reord != EYTZGPU_REORDER_AUTO && p.pin != EYTZGPU_PIN_AUTO, "unresolved reord/pin");
 		EXPECT((p.pin == EYTZGPU_PIN_OFF) == (p.pin_bytes == 0), "pin %#x with %u bytes", p.pin, p.pin_bytes);
 		EXPECT(p.path == EYTZ_PATH_KERNELS || (point && pok && nq > 0), "fast path for a batch that has none");
+		EXPECT(!p.chunked || (p.path == EYTZ_PATH_KERNELS && point && pok && flags == 0 && nq > 0),
+			   "chunked walk of a batch that has none");
 		EXPECT(p.path != EYTZ_PATH_SMEM ||
 			   eytz_smem_point_fits(n, p.smem_on_copy ? 1 : k - 1, kw), "shared-memory path that does not fit");
 		EXPECT(p.path != EYTZ_PATH_SORTED || flags == 0 || (flags & EYTZGPU_REORDER_MASK) == EYTZGPU_REORDER_GLOBAL,
