@@ -7,6 +7,8 @@
 #ifndef EYTZIMAGE_H
 #define EYTZIMAGE_H
 
+#include "storage/dsm.h"
+
 #include "eytzgpu.h"
 #include "eytzcache.h"
 #include "eytzinclude.h"
@@ -33,6 +35,11 @@ typedef struct EytzImage
 	EytzInclude inc;
 	char	   *values[EYTZ_MAX_INCLUDE];
 	uint8	   *nulls[EYTZ_MAX_INCLUDE];
+	dsm_segment *seg;			/* a kept shared image: the segment holding
+								 * the arrays (else NULL) */
+	bool		no_kept;		/* a private image that found no room in the
+								 * main shared memory */
+	uint64		kept_queries;	/* kept: parallel queries it served */
 } EytzImage;
 
 
@@ -57,9 +64,22 @@ extern void eytz_image_release(EytzImage *image);
 extern void eytz_image_invalidate(Oid indexoid);
 
 /*
- * Parallel join: the leader copies its cached image (keys, TIDs and
- * included columns) into the query's shared memory, and each worker uses
- * that instead of loading its own (reading and checking every page).
+ * Parallel join: the workers take up the leader's cached image (keys, TIDs
+ * and included columns) instead of each loading its own (reading and
+ * checking every page).
+ *
+ * Where a worker can search it in place (eytz_image_in_place), the leader
+ * keeps its image in a segment of dynamic shared memory carved from the
+ * main shared memory, pinned for the backend's life and freed with the
+ * cached image (cache eviction, invalidation, a new generation):
+ * eytz_image_pin_kept returns this generation's image pinned, moved into
+ * such a segment (one copy, at the first parallel query that shares it) if
+ * it was private, or NULL (none cached, or no room: the per-query copy
+ * below).  A worker attaches the segment (eytz_image_attach_kept, handle
+ * and the image's metapage as the leader passed them), checks that it
+ * still holds that image and searches it in place; false: it is gone.
+ *
+ * Else the leader copies its cached image into the query's shared memory:
  * eytz_image_shared_size: the bytes of the shared copy; eytz_image_export:
  * copy this generation's cached image to dst and its own metapage (as read
  * at its load) to *image_meta, false when none is cached;
@@ -67,6 +87,9 @@ extern void eytz_image_invalidate(Oid indexoid);
  * shared copy at src, searched in place (src must stay mapped while the
  * worker runs) or copied into the worker's memory.
  */
+extern EytzImage *eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta);
+extern bool eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
+								   dsm_handle handle);
 extern Size eytz_image_shared_size(Relation index, const EytzMetaPageData *meta);
 
 /*

@@ -427,8 +427,8 @@ expected_keys_node(double rows)
  * and what the leader adds, as costsize.c divides a parallel join's rows
  * (the leader does less the more workers it serves).
  */
-static double
-parallel_divisor(int workers)
+double
+eytz_parallel_divisor(int workers)
 {
 	double		leader = 1.0 - 0.3 * workers;
 
@@ -499,7 +499,7 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	ppath->path.parallel_safe = true;
 	ppath->path.parallel_workers = outer_path->parallel_workers;
 	ppath->path.rows = clamp_row_est(joinrel->rows /
-									 parallel_divisor(outer_path->parallel_workers));
+									 eytz_parallel_divisor(outer_path->parallel_workers));
 	ppath->custom_paths = list_make1(outer_path);
 	ppath->custom_private = list_copy(serial->custom_private);
 	list_nth_cell(ppath->custom_private, EYTZ_PATH_EXPECTED_KEYS)->ptr_value =

@@ -13,8 +13,15 @@
 #    shared too); and after DELETE + VACUUM (tombstones) in another session
 #    while the leader's transaction held the image.
 # 2. auto (huge_pages is not on here) and copy: copied.
-# 3. Without min_dynamic_shared_memory the segment is one of its own: copied
-#    even with in_place.
+# 3. The leader's kept image: a parallel join moves the leader's cached image
+#    into a segment of the main shared memory that outlives the query (EXPLAIN
+#    ANALYZE: "Image Shared: kept" and the queries it served); later parallel
+#    joins pass the workers the same segment, with no copy; a merge (new
+#    generation), a REINDEX (new relfilenode) and a VACUUM's tombstones are
+#    never answered from the old image.
+# 4. Without min_dynamic_shared_memory the segment is one of its own: copied
+#    even with in_place (the leader copies its image into the query's
+#    memory: "Image Shared: copied").
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -144,13 +151,99 @@ for my $mode ('auto', 'copy')
 	is($parallel, $reference, "$mode: parallel answer is PostgreSQL's");
 }
 
-# ---- 3. a segment of its own
+# ---- 3. the leader's kept image, over queries of one session
+{
+	my $leader = $node->background_psql('postgres');
+	$leader->query_safe($settings);
+	$leader->query_safe('SET eytzgpu.parallel_image = in_place');
+	$leader->query_safe('SET parallel_leader_participation = off');
+
+	# kept (the queries it served so far) and the workers' use, and the
+	# answer against PostgreSQL's, for join name
+	my $check = sub {
+		my ($name, $what) = @_;
+		my $q = $joins{$name};
+		$leader->query_safe('SET max_parallel_workers_per_gather = 2');
+		my $plan = $leader->query_safe(
+			"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q");
+		my $parallel = $leader->query_safe(digest($q));
+		$leader->query_safe('SET eytzgpu.enable_join = off');
+		is($parallel, $leader->query_safe(digest($q)),
+			"$what: parallel answer is PostgreSQL's");
+		$leader->query_safe('RESET eytzgpu.enable_join');
+		my @uses = $plan =~ /Shared Image: (.*)/g;
+		my ($kept) = $plan =~ /Image Shared: (.*)/;
+		my ($queries) = $plan =~ /Image Shared Queries: (\d+)/;
+		return (join(',', @uses), $kept // 'none', $queries // 0, $plan);
+	};
+
+	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+	$leader->query_safe(digest($joins{plain}));
+	my ($uses, $kept, $queries, $plan) = $check->('plain', 'kept');
+	is("$kept $queries $uses", 'kept 1 in place,in place',
+		'the first parallel join keeps the leader\'s image, searched in place')
+	  or diag($plan);
+	# the EXPLAIN ANALYZE and the answer: two queries
+	($uses, $kept, $queries, $plan) = $check->('plain', 'kept again');
+	is("$kept $queries $uses", 'kept 3 in place,in place',
+		'later parallel joins reuse the kept image')
+	  or diag($plan);
+
+	# a merge: a new generation, with rows the old image does not have
+	$node->safe_psql('postgres',
+		"INSERT INTO pi SELECT k + 1, -v, f FROM pi WHERE v % 10 = 0; SELECT eytzgpu_merge('pi_k')");
+	($uses, $kept, $queries, $plan) = $check->('plain', 'after a merge');
+	is($kept, 'none', 'after a merge: the leader has no image of the new generation to share')
+	  or diag($plan);
+	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+	$leader->query_safe(digest($joins{plain}));
+	($uses, $kept, $queries, $plan) = $check->('plain', 'after a merge, kept');
+	is("$kept $queries $uses", 'kept 1 in place,in place',
+		'after a merge: a new kept image for the new generation')
+	  or diag($plan);
+
+	# a REINDEX: a new relfilenode
+	$node->safe_psql('postgres', 'REINDEX INDEX pi_k');
+	($uses, $kept, $queries, $plan) = $check->('plain', 'after REINDEX');
+	is($kept, 'none', 'after REINDEX: nothing shared from the old index')
+	  or diag($plan);
+	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+	$leader->query_safe(digest($joins{plain}));
+	($uses, $kept, $queries, $plan) = $check->('plain', 'after REINDEX, kept');
+	is("$kept $queries", 'kept 1', 'after REINDEX: a new kept image') or diag($plan);
+
+	# a VACUUM's tombstones (same generation) under a kept image
+	$node->safe_psql('postgres', 'DELETE FROM pi WHERE v % 20 = 3; VACUUM pi');
+	is( $node->safe_psql('postgres',
+			"SELECT dead > 0 AND pending = 0 FROM eytzgpu_info('pi_k')"),
+		't', 'plain: VACUUM left tombstones and no merge');
+	$check->('plain', 'after VACUUM');
+
+	# an index-only join over a kept image (the included columns kept too),
+	# then a VACUUM that merges (pc has a quarter of tombstones already)
+	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+	$leader->query_safe(digest($joins{covering}));
+	($uses, $kept, $queries, $plan) = $check->('covering', 'covering, kept');
+	is("$kept $queries $uses", 'kept 1 in place,in place',
+		'covering: the included columns are kept too')
+	  or diag($plan);
+	my $generation = "SELECT generation FROM eytzgpu_info('pc_k')";
+	my $before = $node->safe_psql('postgres', $generation);
+	$node->safe_psql('postgres', 'DELETE FROM pc WHERE v % 7 = 0; VACUUM pc');
+	isnt($node->safe_psql('postgres', $generation), $before,
+		'covering: VACUUM merged into a new generation');
+	$check->('covering', 'covering after VACUUM');
+	$leader->quit;
+}
+
+# ---- 4. a segment of its own
 $node->append_conf('postgresql.conf', 'min_dynamic_shared_memory = 0');
 $node->restart;
 {
-	my ($uses, $parallel, $reference) = run('plain', 'in_place');
+	my ($uses, $parallel, $reference, $plan) = run('plain', 'in_place');
 	is($uses, 'copied,copied', 'without min_dynamic_shared_memory: copied');
 	is($parallel, $reference, "without min_dynamic_shared_memory: parallel answer is PostgreSQL's");
+	like($plan, qr/Image Shared: copied/, 'without min_dynamic_shared_memory: the leader copies its image');
 }
 
 $node->stop;
