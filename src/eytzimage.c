@@ -281,7 +281,7 @@ eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
 }
 
 /*
- * The query's shared memory is a segment of its own (4 kB pages: the
+ * A segment of dynamic shared memory is one of its own (4 kB pages: the
  * search's random reads would miss the TLB at every level, and a fresh
  * process's first touch of each page faults) unless dsm.c carved it from
  * the main shared memory (min_dynamic_shared_memory, when it has room),
@@ -302,8 +302,8 @@ eytz_image_in_place(const void *src, Size bytes)
 }
 
 /*
- * An image whose arrays are the shared copy at src (laid out as
- * shared_layout says), in the long-lived image context
+ * An image whose arrays are the shared memory at src (laid out as
+ * shared_layout says: a kept segment's), in the long-lived image context
  */
 static EytzImage *
 image_in_place(Relation index, const EytzMetaPageData *meta, char *src)
@@ -331,16 +331,12 @@ image_in_place(Relation index, const EytzMetaPageData *meta, char *src)
 }
 
 /*
- * In place, the image's arrays are the shared copy itself, which the worker
- * keeps mapped until it exits (a worker runs one query): no memory of its
- * own, so it costs the cache nothing.  Otherwise a private copy: shared
- * memory in small pages (tmpfs) makes the search's random reads miss the
- * TLB at every level (4.5-5.2 us a key against 1.1 at 5M keys), and a
- * process's first touch of each of them is a page fault.
+ * A private copy: shared memory in small pages (tmpfs) makes the search's
+ * random reads miss the TLB at every level (4.5-5.2 us a key against 1.1
+ * at 5M keys), and a process's first touch of each of them is a page fault.
  */
 void
-eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src,
-				  bool in_place)
+eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src)
 {
 	EytzImage  *image;
 	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
@@ -349,14 +345,6 @@ eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src,
 
 	if (eytz_image_resident(index, meta->generation))
 		return;
-	if (in_place)
-	{
-		image = image_in_place(index, meta, src);
-		if (!eytz_cache_add(&image_cache, &image->ce, index, meta->generation, 0, 0,
-							(Size) eytz_image_cache_limit_mb * 1024 * 1024))
-			MemoryContextDelete(image->cxt);
-		return;
-	}
 	image = image_alloc(meta);
 	eytz_include_get(index, &image->inc);
 	(void) shared_layout(meta, &image->inc, off);

@@ -801,7 +801,7 @@ eytz_join_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("eytzgpu.parallel_image",
 							 "How parallel workers of the eytzgpu join use the index image the leader shares.",
-							 "auto searches it in place where the query's dynamic shared memory comes from the main shared memory (min_dynamic_shared_memory) and huge_pages is on, in_place wherever it comes from the main shared memory, copy always copies it.",
+							 "auto: the leader keeps its image in dynamic shared memory carved from the main shared memory (min_dynamic_shared_memory) across queries and the workers search it in place, where huge_pages is on; in_place: whether or not it is; copy: the leader copies its image for each query and the workers copy it.",
 							 &eytz_parallel_image, EYTZ_PARALLEL_IMAGE_AUTO,
 							 parallel_image_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);

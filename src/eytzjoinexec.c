@@ -120,9 +120,10 @@ typedef enum JoinStage
 /* How a worker used the image the leader shared */
 typedef enum ImageShare
 {
-	IMAGE_NOT_SHARED,			/* none shared: the lookup pinned its own */
+	IMAGE_NOT_SHARED,			/* none shared (or no longer there): the
+								 * lookup pinned its own */
 	IMAGE_COPIED,				/* copied into the worker's memory */
-	IMAGE_IN_PLACE				/* searched in the shared memory */
+	IMAGE_IN_PLACE				/* searched in the leader's kept image */
 } ImageShare;
 
 static const char *const image_share_names[] = {NULL, "copied", "in place"};
@@ -1369,8 +1370,7 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * the leader's kept image (eytz_image_pin_kept): no copy per query.  Else
  * (no room for it in the main shared memory, small pages) the leader
  * copies its image into the query's shared memory and each worker copies
- * it into its own (or searches it in place, where the query's memory
- * allows).
+ * it into its own.
  */
 static Size
 reports_size(int nworkers)
@@ -1472,11 +1472,9 @@ eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 			IMAGE_IN_PLACE : IMAGE_NOT_SHARED;
 	else
 	{
-		char	   *src = (char *) st->shared + st->shared->image_offset;
-
-		st->image_share = eytz_image_in_place(src, 0) ? IMAGE_IN_PLACE : IMAGE_COPIED;
-		eytz_image_import(st->index, &st->shared->image_meta, src,
-						  st->image_share == IMAGE_IN_PLACE);
+		eytz_image_import(st->index, &st->shared->image_meta,
+						  (char *) st->shared + st->shared->image_offset);
+		st->image_share = IMAGE_COPIED;
 	}
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);

@@ -1,6 +1,6 @@
 # t/050_join_parallel_image.pl: the parallel EytzGPU Join's workers search
-# the leader's shared image in place (eytzgpu.parallel_image), which needs
-# the query's shared memory carved from the main shared memory
+# the leader's image in place (eytzgpu.parallel_image), which the leader
+# keeps in dynamic shared memory carved from the main shared memory
 # (min_dynamic_shared_memory; pg_regress runs without it).
 #
 # The workers alone run the join (parallel_leader_participation = off) after
@@ -8,20 +8,21 @@
 # join's answer is compared with PostgreSQL's own (eytzgpu.enable_join =
 # off) by a count and a sum of hashes of the result rows; EXPLAIN ANALYZE
 # says how each worker took up the image:
-# 1. parallel_image = in_place: in place, for a plain index, a range join
-#    and an index-only join over a covering index (its included values are
-#    shared too); and after DELETE + VACUUM (tombstones) in another session
-#    while the leader's transaction held the image.
-# 2. auto (huge_pages is not on here) and copy: copied.
+# 1. parallel_image = in_place: in place (the leader's kept image, see 3),
+#    for a plain index, a range join and an index-only join over a covering
+#    index (its included values are shared too); and after DELETE + VACUUM
+#    (tombstones) in another session while the leader's transaction held
+#    the image.
+# 2. auto (huge_pages is not on here) and copy: copied (the leader copies
+#    its image into the query's shared memory, the workers into their own).
 # 3. The leader's kept image: a parallel join moves the leader's cached image
 #    into a segment of the main shared memory that outlives the query (EXPLAIN
 #    ANALYZE: "Image Shared: kept" and the queries it served); later parallel
 #    joins pass the workers the same segment, with no copy; a merge (new
 #    generation), a REINDEX (new relfilenode) and a VACUUM's tombstones are
 #    never answered from the old image.
-# 4. Without min_dynamic_shared_memory the segment is one of its own: copied
-#    even with in_place (the leader copies its image into the query's
-#    memory: "Image Shared: copied").
+# 4. Without min_dynamic_shared_memory a segment is one of its own (small
+#    pages): copied even with in_place ("Image Shared: copied").
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
