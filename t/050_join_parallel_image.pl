@@ -159,8 +159,10 @@ for my $mode ('auto', 'copy')
 	$leader->query_safe('SET eytzgpu.parallel_image = in_place');
 	$leader->query_safe('SET parallel_leader_participation = off');
 
-	# kept (the queries it served so far) and the workers' use, and the
-	# answer against PostgreSQL's, for join name
+	# join name in workers: checks the answer against PostgreSQL's and
+	# returns how the leader shared its image ("kept N": the queries the
+	# kept image served, this EXPLAIN ANALYZE included), the workers' use
+	# of it, and the plan
 	my $check = sub {
 		my ($name, $what) = @_;
 		my $q = $joins{$name};
@@ -172,46 +174,45 @@ for my $mode ('auto', 'copy')
 		is($parallel, $leader->query_safe(digest($q)),
 			"$what: parallel answer is PostgreSQL's");
 		$leader->query_safe('RESET eytzgpu.enable_join');
-		my @uses = $plan =~ /Shared Image: (.*)/g;
 		my ($kept) = $plan =~ /Image Shared: (.*)/;
 		my ($queries) = $plan =~ /Image Shared Queries: (\d+)/;
-		return (join(',', @uses), $kept // 'none', $queries // 0, $plan);
+		my $uses = join(',', $plan =~ /Shared Image: (.*)/g);
+		return (($kept // 'none') . ' ' . ($queries // 0) . " $uses", $plan);
+	};
+	# the leader loads its image of join name's index in a serial join; the
+	# next parallel join keeps it
+	my $load_and_keep = sub {
+		my ($name, $what) = @_;
+		$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+		$leader->query_safe(digest($joins{$name}));
+		my ($shared, $plan) = $check->($name, $what);
+		is($shared, 'kept 1 in place,in place',
+			"$what: the leader keeps its image, the workers search it in place")
+		  or diag($plan);
 	};
 
-	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
-	$leader->query_safe(digest($joins{plain}));
-	my ($uses, $kept, $queries, $plan) = $check->('plain', 'kept');
-	is("$kept $queries $uses", 'kept 1 in place,in place',
-		'the first parallel join keeps the leader\'s image, searched in place')
-	  or diag($plan);
+	$load_and_keep->('plain', 'plain');
 	# the EXPLAIN ANALYZE and the answer: two queries
-	($uses, $kept, $queries, $plan) = $check->('plain', 'kept again');
-	is("$kept $queries $uses", 'kept 3 in place,in place',
-		'later parallel joins reuse the kept image')
+	my ($shared, $plan) = $check->('plain', 'plain again');
+	is($shared, 'kept 3 in place,in place', 'later parallel joins reuse the kept image')
 	  or diag($plan);
 
-	# a merge: a new generation, with rows the old image does not have
-	$node->safe_psql('postgres',
-		"INSERT INTO pi SELECT k + 1, -v, f FROM pi WHERE v % 10 = 0; SELECT eytzgpu_merge('pi_k')");
-	($uses, $kept, $queries, $plan) = $check->('plain', 'after a merge');
-	is($kept, 'none', 'after a merge: the leader has no image of the new generation to share')
-	  or diag($plan);
-	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
-	$leader->query_safe(digest($joins{plain}));
-	($uses, $kept, $queries, $plan) = $check->('plain', 'after a merge, kept');
-	is("$kept $queries $uses", 'kept 1 in place,in place',
-		'after a merge: a new kept image for the new generation')
-	  or diag($plan);
-
-	# a REINDEX: a new relfilenode
-	$node->safe_psql('postgres', 'REINDEX INDEX pi_k');
-	($uses, $kept, $queries, $plan) = $check->('plain', 'after REINDEX');
-	is($kept, 'none', 'after REINDEX: nothing shared from the old index')
-	  or diag($plan);
-	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
-	$leader->query_safe(digest($joins{plain}));
-	($uses, $kept, $queries, $plan) = $check->('plain', 'after REINDEX, kept');
-	is("$kept $queries", 'kept 1', 'after REINDEX: a new kept image') or diag($plan);
+	# another session's change that makes the leader's image stale: the
+	# next parallel join shares nothing (the leader has no image of the
+	# index as it is now), the one after the leader's next load a new kept
+	# image
+	for my $change (
+		[ 'after a merge',
+			"INSERT INTO pi SELECT k + 1, -v, f FROM pi WHERE v % 10 = 0; SELECT eytzgpu_merge('pi_k')"
+		],
+		[ 'after REINDEX', 'REINDEX INDEX pi_k' ])
+	{
+		my ($what, $sql) = @$change;
+		$node->safe_psql('postgres', $sql);
+		($shared, $plan) = $check->('plain', $what);
+		like($shared, qr/^none/, "$what: the old image is not shared") or diag($plan);
+		$load_and_keep->('plain', "$what, reloaded");
+	}
 
 	# a VACUUM's tombstones (same generation) under a kept image
 	$node->safe_psql('postgres', 'DELETE FROM pi WHERE v % 20 = 3; VACUUM pi');
@@ -222,12 +223,7 @@ for my $mode ('auto', 'copy')
 
 	# an index-only join over a kept image (the included columns kept too),
 	# then a VACUUM that merges (pc has a quarter of tombstones already)
-	$leader->query_safe('SET max_parallel_workers_per_gather = 0');
-	$leader->query_safe(digest($joins{covering}));
-	($uses, $kept, $queries, $plan) = $check->('covering', 'covering, kept');
-	is("$kept $queries $uses", 'kept 1 in place,in place',
-		'covering: the included columns are kept too')
-	  or diag($plan);
+	$load_and_keep->('covering', 'covering');
 	my $generation = "SELECT generation FROM eytzgpu_info('pc_k')";
 	my $before = $node->safe_psql('postgres', $generation);
 	$node->safe_psql('postgres', 'DELETE FROM pc WHERE v % 7 = 0; VACUUM pc');
