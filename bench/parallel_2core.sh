@@ -28,10 +28,13 @@
 # batched join forced, interleaved to spread the machine's noise), and last
 # the planner's own choice (default settings) ROUNDS times, and an EXPLAIN
 # ANALYZE of each parallel join (how the leader shared its image, per
-# worker how it took it up, its lookup acquire and heap fetch times).  Results: $DIR/parallel_2core.md,
-# the psql logs beside it.  On a machine others share, NICE=-10 (as root)
-# runs the measured servers at that niceness: the CPU is then mostly the
-# benchmark's while it runs.
+# worker how it took it up, its lookup acquire and heap fetch times).  Each
+# configuration also says how much CPU time the machine spent while it
+# ran, and how much of that was not this server's: on a shared machine
+# others' work stretches the parallel runs most (their processes wait for
+# a core).  Results: $DIR/parallel_2core.md, the psql logs beside it.  On
+# a machine others share, NICE=-10 (as root) runs the measured servers at
+# that niceness: the CPU is then mostly the benchmark's while it runs.
 set -uo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
@@ -103,9 +106,20 @@ plan_of() {
 		END { print j w }' "$1"
 }
 
+# cpu_ticks: the clock ticks (USER_HZ) the machine's CPUs were busy, and
+# those of the server (the postmaster's own and its exited children's: the
+# session's backend and the parallel workers once the session has ended)
+cpu_ticks() {
+	local pm
+	pm=$(head -1 "$DIR/data/postmaster.pid")
+	echo "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)" \
+		"$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")"
+}
+
 # measure CONFIG: the rows of one server configuration
 measure() {
-	local config=$1 f="$DIR/$1.log" i r
+	local config=$1 f="$DIR/$1.log" i r before after
+	before=$(cpu_ticks)
 	{
 		echo "$FORCE"
 		for i in 0 1 2; do echo "${JOINS[$i]} EXPLAIN (COSTS OFF) $Q;"; done
@@ -118,8 +132,12 @@ measure() {
 		echo "$FORCE"
 		for i in 1 2; do echo "${JOINS[$i]} EXPLAIN (ANALYZE, COSTS OFF) $Q;"; done
 	} | $PSQL >"$f" 2>&1
+	sleep 1
+	after=$(cpu_ticks)
 	local times
 	times=$(grep -o '^Time: [0-9.]*' "$f" | awk '{print $2}')
+	# what else ran meanwhile: the machine's busy CPU time less the server's
+	echo "$config: CPU time while it ran: $(echo "$before $after" | awk '{printf "machine busy %.1f s, this server %.1f s, others %.1f s", ($3 - $1) / 100, ($4 - $2) / 100, (($3 - $1) - ($4 - $2)) / 100}') (2 cores)" | tee -a "$T"
 	echo "| $config: load $(cut -d' ' -f1-3 /proc/loadavg) | plan | ms per run (first: warm-up) | median | vs serial |" | tee -a "$T"
 	echo "|---|---|---|---:|---:|" | tee -a "$T"
 	local serial_median=""
