@@ -106,14 +106,15 @@ plan_of() {
 		END { print j w }' "$1"
 }
 
-# cpu_ticks: the clock ticks (USER_HZ) the machine's CPUs were busy, and
-# those of the server (the postmaster's own and its exited children's: the
-# session's backend and the parallel workers once the session has ended)
+# cpu_ticks: the clock ticks (USER_HZ) the machine's CPUs were busy, those
+# of the server (the postmaster's own and its exited children's: the
+# session's backend and the parallel workers once the session has ended),
+# and the time
 cpu_ticks() {
 	local pm
 	pm=$(head -1 "$DIR/data/postmaster.pid")
 	echo "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)" \
-		"$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")"
+		"$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")" "$(date +%s.%N)"
 }
 
 # measure CONFIG: the rows of one server configuration
@@ -137,7 +138,7 @@ measure() {
 	local times
 	times=$(grep -o '^Time: [0-9.]*' "$f" | awk '{print $2}')
 	# what else ran meanwhile: the machine's busy CPU time less the server's
-	echo "$config: CPU time while it ran: $(echo "$before $after" | awk '{printf "machine busy %.1f s, this server %.1f s, others %.1f s", ($3 - $1) / 100, ($4 - $2) / 100, (($3 - $1) - ($4 - $2)) / 100}') (2 cores)" | tee -a "$T"
+	echo "$config: $(echo "$before $after" | awk -v cores="$(nproc)" '{printf "in %.1f s the CPUs were busy %.1f of %.1f s: this server %.1f s, others %.1f s", $6 - $3, ($4 - $1) / 100, ($6 - $3) * cores, ($5 - $2) / 100, (($4 - $1) - ($5 - $2)) / 100}')" | tee -a "$T"
 	echo "| $config: load $(cut -d' ' -f1-3 /proc/loadavg) | plan | ms per run (first: warm-up) | median | vs serial |" | tee -a "$T"
 	echo "|---|---|---|---:|---:|" | tee -a "$T"
 	local serial_median=""
