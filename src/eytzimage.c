@@ -2,7 +2,9 @@
  * eytzimage.c
  *		The CPU side of the lookup seam: an in-memory image of an index's
  *		layout (loaded through the page layer under the generation protocol
- *		and cached per backend) and the batched search over it.
+ *		and cached per backend), its sharing with a parallel join's workers
+ *		(kept in shared memory across queries, or copied for one), and the
+ *		batched search over it.
  *
  * The batched search answers many key ranges at once at memory speed: the
  * queries come sorted by their low key, so neighbouring searches share

@@ -25,8 +25,9 @@
  * the largest batch work_mem allows, from memory the backend reuses.
  *
  * Under Gather (the parallel join) each process runs this executor on its
- * share of the outer rows; the node's shared memory carries the leader's
- * cached image to the workers and the workers' counters back to the leader.
+ * share of the outer rows; the node's shared memory tells the workers where
+ * the leader's cached image is (or carries a copy of it) and carries their
+ * counters back to the leader.
  *
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
  * that moves from stage to stage (outer scan and batch fill, lookup, heap
