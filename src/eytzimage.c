@@ -278,6 +278,13 @@ eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
 	}
 	/* the image's own metapage: tombstones counted since its load are not in it */
 	*image_meta = image->img.meta;
+	/*
+	 * A copy found room in the main shared memory (where the kept segment
+	 * found none before: other queries' memory was there): the next
+	 * parallel query tries again to keep the image
+	 */
+	if (eytz_image_in_place(dst, 0))
+		image->no_kept = false;
 	eytz_image_release(image);
 	return true;
 }
@@ -392,7 +399,8 @@ typedef struct KeptHeader
  * place (the same bytes count against eytzgpu.image_cache_limit).  With no
  * room in the main shared memory dsm.c makes a segment of its own, in
  * small pages, which would make every search miss the TLB: it is dropped,
- * and the private image remembers not to try again.
+ * and the private image remembers not to try again until a per-query copy
+ * finds room there (eytz_image_export).
  */
 EytzImage *
 eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta)
