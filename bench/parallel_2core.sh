@@ -17,7 +17,8 @@
 #          from the huge-page main shared memory and the workers search the
 #          leader's image in place.  Needs vm.nr_hugepages >= PostgreSQL's
 #          shared_memory_size_in_huge_pages: run as root, the script
-#          reserves them and gives them back (0) at the end; else it says
+#          reserves them on top of those reserved already (other servers
+#          may hold those) and gives them back at the end; else it says
 #          how many and skips this configuration.
 #   small: huge_pages = off, min_dynamic_shared_memory = 0: 4 kB pages, the
 #          workers copy the image.
@@ -26,11 +27,14 @@
 # rounds of: serial, parallel with 1 worker, parallel with 2 workers (the
 # batched join forced, interleaved to spread the machine's noise), and last
 # the planner's own choice (default settings) ROUNDS times, and an EXPLAIN
-# ANALYZE of each parallel join (per worker: how it took up the image, its
-# lookup acquire and heap fetch times).  Results: $DIR/parallel_2core.md,
-# the psql logs beside it.  On a machine others share, NICE=-10 (as root)
-# runs the measured servers at that niceness: the CPU is then mostly the
-# benchmark's while it runs.
+# ANALYZE of each parallel join (how the leader shared its image, per
+# worker how it took it up, its lookup acquire and heap fetch times).  Each
+# configuration also says how much CPU time the machine spent while it
+# ran, and how much of that was not this server's: on a shared machine
+# others' work stretches the parallel runs most (their processes wait for
+# a core).  Results: $DIR/parallel_2core.md, the psql logs beside it.  On
+# a machine others share, NICE=-10 (as root) runs the measured servers at
+# that niceness: the CPU is then mostly the benchmark's while it runs.
 set -uo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
@@ -102,9 +106,21 @@ plan_of() {
 		END { print j w }' "$1"
 }
 
+# cpu_ticks: the clock ticks (USER_HZ) the machine's CPUs were busy, those
+# of the server (the postmaster's own and its exited children's: the
+# session's backend and the parallel workers once the session has ended),
+# and the time
+cpu_ticks() {
+	local pm
+	pm=$(head -1 "$DIR/data/postmaster.pid")
+	echo "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)" \
+		"$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")" "$(date +%s.%N)"
+}
+
 # measure CONFIG: the rows of one server configuration
 measure() {
-	local config=$1 f="$DIR/$1.log" i r
+	local config=$1 f="$DIR/$1.log" i r before after
+	before=$(cpu_ticks)
 	{
 		echo "$FORCE"
 		for i in 0 1 2; do echo "${JOINS[$i]} EXPLAIN (COSTS OFF) $Q;"; done
@@ -117,8 +133,12 @@ measure() {
 		echo "$FORCE"
 		for i in 1 2; do echo "${JOINS[$i]} EXPLAIN (ANALYZE, COSTS OFF) $Q;"; done
 	} | $PSQL >"$f" 2>&1
+	sleep 1
+	after=$(cpu_ticks)
 	local times
 	times=$(grep -o '^Time: [0-9.]*' "$f" | awk '{print $2}')
+	# what else ran meanwhile: the machine's busy CPU time less the server's
+	echo "$config: $(echo "$before $after" | awk -v cores="$(nproc)" '{printf "in %.1f s the CPUs were busy %.1f of %.1f s: this server %.1f s, others %.1f s", $6 - $3, ($4 - $1) / 100, ($6 - $3) * cores, ($5 - $2) / 100, (($4 - $1) - ($5 - $2)) / 100}')" | tee -a "$T"
 	echo "| $config: load $(cut -d' ' -f1-3 /proc/loadavg) | plan | ms per run (first: warm-up) | median | vs serial |" | tee -a "$T"
 	echo "|---|---|---|---:|---:|" | tee -a "$T"
 	local serial_median=""
@@ -133,7 +153,7 @@ measure() {
 	printf '| planner'"'"'s choice | %s | %s | | |\n' "$(plan_of "$f" 4)" \
 		"$(awk -v r="$ROUNDS" 'NR > 3 * (r + 1)' <<<"$times" | xargs printf '%.0f ')" | tee -a "$T"
 	echo "$config: EXPLAIN ANALYZE, per process (leader, workers): shared image, lookup acquire ms, heap fetch ms:" | tee -a "$T"
-	grep -E 'Workers Launched|Worker [0-9]:$|Shared Image|Lookup Acquire Time|Heap Fetch Time|Execution Time' "$f" |
+	grep -E 'Workers Launched|Worker [0-9]:$|Image Shared|Shared Image|Lookup Acquire Time|Heap Fetch Time|Execution Time' "$f" |
 		sed -E 's/^ +//' | paste -sd' ' | sed -E 's/Workers Launched/\n  Workers Launched/g' | tee -a "$T"
 	echo | tee -a "$T"
 }
@@ -145,9 +165,9 @@ as_pguser pg_ctl -D "$DIR/data" -m fast stop >/dev/null 2>&1
 huge=$(as_pguser postgres -D "$DIR/data" -C shared_memory_size_in_huge_pages -c shared_buffers="$SB" -c min_dynamic_shared_memory="$MDSM" -c huge_pages=on 2>/dev/null)
 had=$(cat /proc/sys/vm/nr_hugepages)
 if [ "$(id -u)" = 0 ] && [ -n "$huge" ]; then
-	echo "$huge" >/proc/sys/vm/nr_hugepages
+	echo $((had + huge)) >/proc/sys/vm/nr_hugepages
 fi
-if [ -n "$huge" ] && [ "$(cat /proc/sys/vm/nr_hugepages)" -ge "$huge" ] && restart "$HUGE"; then
+if [ -n "$huge" ] && [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge "$huge" ] && restart "$HUGE"; then
 	measure huge
 else
 	echo "huge: skipped (needs vm.nr_hugepages >= $huge)" | tee -a "$T"

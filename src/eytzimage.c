@@ -2,7 +2,9 @@
  * eytzimage.c
  *		The CPU side of the lookup seam: an in-memory image of an index's
  *		layout (loaded through the page layer under the generation protocol
- *		and cached per backend) and the batched search over it.
+ *		and cached per backend), its sharing with a parallel join's workers
+ *		(kept in shared memory across queries, or copied for one), and the
+ *		batched search over it.
  *
  * The batched search answers many key ranges at once at memory speed: the
  * queries come sorted by their low key, so neighbouring searches share
@@ -80,11 +82,19 @@ images_context(void)
 	return image_cxt;
 }
 
-/* The cache's destructor: an image and its arrays live in one context */
+/*
+ * The cache's destructor: an image and its arrays live in one context, or
+ * its arrays in its kept segment (whose memory goes when the last process
+ * attached to it detaches: workers still searching it keep it)
+ */
 static void
 image_free(EytzCacheEntry *entry)
 {
-	MemoryContextDelete(((EytzImage *) entry)->cxt);
+	EytzImage  *image = (EytzImage *) entry;
+
+	if (image->seg)
+		dsm_detach(image->seg);
+	MemoryContextDelete(image->cxt);
 }
 
 static EytzCache image_cache = {NULL, 0, 0, image_free};
@@ -268,12 +278,19 @@ eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
 	}
 	/* the image's own metapage: tombstones counted since its load are not in it */
 	*image_meta = image->img.meta;
+	/*
+	 * A copy found room in the main shared memory (where the kept segment
+	 * found none before: other queries' memory was there): the next
+	 * parallel query tries again to keep the image
+	 */
+	if (eytz_image_in_place(dst, 0))
+		image->no_kept = false;
 	eytz_image_release(image);
 	return true;
 }
 
 /*
- * The query's shared memory is a segment of its own (4 kB pages: the
+ * A segment of dynamic shared memory is one of its own (4 kB pages: the
  * search's random reads would miss the TLB at every level, and a fresh
  * process's first touch of each page faults) unless dsm.c carved it from
  * the main shared memory (min_dynamic_shared_memory, when it has room),
@@ -294,16 +311,41 @@ eytz_image_in_place(const void *src, Size bytes)
 }
 
 /*
- * In place, the image's arrays are the shared copy itself, which the worker
- * keeps mapped until it exits (a worker runs one query): no memory of its
- * own, so it costs the cache nothing.  Otherwise a private copy: shared
- * memory in small pages (tmpfs) makes the search's random reads miss the
- * TLB at every level (4.5-5.2 us a key against 1.1 at 5M keys), and a
- * process's first touch of each of them is a page fault.
+ * An image whose arrays are the shared memory at src (laid out as
+ * shared_layout says: a kept segment's), in the long-lived image context
+ */
+static EytzImage *
+image_in_place(Relation index, const EytzMetaPageData *meta, char *src)
+{
+	MemoryContext cxt = AllocSetContextCreate(images_context(),
+											  "eytzgpu shared layout image",
+											  ALLOCSET_SMALL_SIZES);
+	EytzImage  *image;
+	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
+	int			c;
+
+	image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
+	image->cxt = cxt;
+	image->img.meta = *meta;
+	eytz_include_get(index, &image->inc);
+	(void) shared_layout(meta, &image->inc, off);
+	image->img.keys = src;
+	image->img.tids = (uint64 *) (src + off[0]);
+	for (c = 0; c < image->inc.ncols; c++)
+	{
+		image->values[c] = src + off[1 + 2 * c];
+		image->nulls[c] = (uint8 *) (src + off[2 + 2 * c]);
+	}
+	return image;
+}
+
+/*
+ * A private copy: shared memory in small pages (tmpfs) makes the search's
+ * random reads miss the TLB at every level (4.5-5.2 us a key against 1.1
+ * at 5M keys), and a process's first touch of each of them is a page fault.
  */
 void
-eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src,
-				  bool in_place)
+eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src)
 {
 	EytzImage  *image;
 	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
@@ -312,29 +354,6 @@ eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src,
 
 	if (eytz_image_resident(index, meta->generation))
 		return;
-	if (in_place)
-	{
-		MemoryContext cxt = AllocSetContextCreate(images_context(),
-												  "eytzgpu shared layout image",
-												  ALLOCSET_SMALL_SIZES);
-
-		image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
-		image->cxt = cxt;
-		image->img.meta = *meta;
-		eytz_include_get(index, &image->inc);
-		(void) shared_layout(meta, &image->inc, off);
-		image->img.keys = src;
-		image->img.tids = (uint64 *) ((char *) src + off[0]);
-		for (c = 0; c < image->inc.ncols; c++)
-		{
-			image->values[c] = (char *) src + off[1 + 2 * c];
-			image->nulls[c] = (uint8 *) ((char *) src + off[2 + 2 * c]);
-		}
-		if (!eytz_cache_add(&image_cache, &image->ce, index, meta->generation, 0, 0,
-							(Size) eytz_image_cache_limit_mb * 1024 * 1024))
-			MemoryContextDelete(cxt);
-		return;
-	}
 	image = image_alloc(meta);
 	eytz_include_get(index, &image->inc);
 	(void) shared_layout(meta, &image->inc, off);
@@ -353,6 +372,124 @@ eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src,
 	MemoryContextSetParent(image->cxt, images_context());
 	if (!image_cache_add(index, image, 0))
 		MemoryContextDelete(image->cxt);
+}
+
+/*
+ * A kept segment starts with whose image it holds: a worker checks it
+ * after attaching the handle it was given (a handle outlives its segment)
+ */
+typedef struct KeptHeader
+{
+	Oid			indexoid;
+	Oid			relfilenode;
+	uint64		generation;
+	uint64		ndead;
+	uint64		nentries;
+} KeptHeader;
+
+/* the arrays start on a cache line of their own */
+#define KEPT_HEADER_SIZE CACHELINEALIGN(sizeof(KeptHeader))
+
+/*
+ * Moving a private image into a kept segment copies it once (the per-query
+ * copy it replaces cost the same at every parallel query).  The segment is
+ * created under the current resource owner (an error before it is complete
+ * detaches it) and pinned for the backend's life once it is.  The private
+ * copy is unlinked and freed by its last unpin, the kept one cached in its
+ * place (the same bytes count against eytzgpu.image_cache_limit).  With no
+ * room in the main shared memory dsm.c makes a segment of its own, in
+ * small pages, which would make every search miss the TLB: it is dropped,
+ * and the private image remembers not to try again until a per-query copy
+ * finds room there (eytz_image_export).
+ */
+EytzImage *
+eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta)
+{
+	EytzImage  *image;
+	EytzImage  *kept;
+	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
+	Size		size;
+	uint64		n;
+	dsm_segment *seg;
+	char	   *base;
+	KeptHeader *hdr;
+	int			c;
+
+	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
+	if (image == NULL || image->seg)
+		return image;
+	n = image->img.meta.nentries;
+	size = add_size(KEPT_HEADER_SIZE, shared_layout(&image->img.meta, &image->inc, off));
+	if (image->no_kept || n == 0 || !eytz_image_in_place(NULL, size))
+	{
+		eytz_image_release(image);
+		return NULL;
+	}
+	seg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL || !eytz_image_in_place(dsm_segment_address(seg), size))
+	{
+		if (seg)
+			dsm_detach(seg);
+		image->no_kept = true;
+		eytz_image_release(image);
+		return NULL;
+	}
+	base = dsm_segment_address(seg);
+	hdr = (KeptHeader *) base;
+	hdr->indexoid = RelationGetRelid(index);
+	hdr->relfilenode = index->rd_node.relNode;
+	hdr->generation = image->img.meta.generation;
+	hdr->ndead = image->img.meta.ndead;
+	hdr->nentries = n;
+	kept = image_in_place(index, &image->img.meta, base + KEPT_HEADER_SIZE);
+	memcpy(kept->img.keys, image->img.keys, n * image->img.meta.key_width);
+	memcpy(kept->img.tids, image->img.tids, n * sizeof(uint64));
+	for (c = 0; c < image->inc.ncols; c++)
+	{
+		memcpy(kept->values[c], image->values[c], n * image->inc.width[c]);
+		memcpy(kept->nulls[c], image->nulls[c], (n + 7) / 8);
+	}
+	dsm_pin_mapping(seg);
+	kept->seg = seg;
+	if (image->ce.cached)
+		eytz_cache_unlink(&image_cache, &image->ce);
+	eytz_image_release(image);
+	/* uncached when it does not fit: freed at its release */
+	(void) image_cache_add(index, kept, 1);
+	return kept;
+}
+
+bool
+eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
+					   dsm_handle handle)
+{
+	dsm_segment *seg;
+	const KeptHeader *hdr;
+	EytzImage  *image;
+
+	if (eytz_image_resident(index, image_meta->generation))
+		return true;
+	seg = dsm_attach(handle);
+	if (seg == NULL)
+		return false;
+	hdr = dsm_segment_address(seg);
+	if (hdr->indexoid != RelationGetRelid(index) ||
+		hdr->relfilenode != index->rd_node.relNode ||
+		hdr->generation != image_meta->generation ||
+		hdr->ndead != image_meta->ndead ||
+		hdr->nentries != image_meta->nentries)
+	{
+		dsm_detach(seg);
+		return false;
+	}
+	/* mapped until the worker exits or its cache drops the image */
+	dsm_pin_mapping(seg);
+	image = image_in_place(index, image_meta, (char *) hdr + KEPT_HEADER_SIZE);
+	image->seg = seg;
+	if (!eytz_cache_add(&image_cache, &image->ce, index, image_meta->generation, 0, 0,
+						(Size) eytz_image_cache_limit_mb * 1024 * 1024))
+		image_free(&image->ce);
+	return true;
 }
 
 /* qsort order of pending entries: key, then TID */

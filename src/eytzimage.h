@@ -7,6 +7,8 @@
 #ifndef EYTZIMAGE_H
 #define EYTZIMAGE_H
 
+#include "storage/dsm.h"
+
 #include "eytzgpu.h"
 #include "eytzcache.h"
 #include "eytzinclude.h"
@@ -33,6 +35,11 @@ typedef struct EytzImage
 	EytzInclude inc;
 	char	   *values[EYTZ_MAX_INCLUDE];
 	uint8	   *nulls[EYTZ_MAX_INCLUDE];
+	dsm_segment *seg;			/* a kept shared image: the segment holding
+								 * the arrays (else NULL) */
+	bool		no_kept;		/* a private image that found no room in the
+								 * main shared memory */
+	uint64		kept_queries;	/* kept: parallel queries it served */
 } EytzImage;
 
 
@@ -57,27 +64,45 @@ extern void eytz_image_release(EytzImage *image);
 extern void eytz_image_invalidate(Oid indexoid);
 
 /*
- * Parallel join: the leader copies its cached image (keys, TIDs and
- * included columns) into the query's shared memory, and each worker uses
- * that instead of loading its own (reading and checking every page).
- * eytz_image_shared_size: the bytes of the shared copy; eytz_image_export:
- * copy this generation's cached image to dst and its own metapage (as read
- * at its load) to *image_meta, false when none is cached;
- * eytz_image_import (in a worker, image_meta the exported one): cache the
- * shared copy at src, searched in place (src must stay mapped while the
- * worker runs) or copied into the worker's memory.
+ * Parallel join: the workers take up the leader's cached image (keys, TIDs
+ * and included columns) instead of each loading its own (reading and
+ * checking every page).
+ *
+ * Where a worker can search it in place (eytz_image_in_place), the leader
+ * keeps its image in a segment of dynamic shared memory carved from the
+ * main shared memory, pinned for the backend's life and freed with the
+ * cached image (cache eviction, invalidation, a new generation):
+ * eytz_image_pin_kept returns this generation's image pinned, moved into
+ * such a segment (one copy, at the first parallel query that shares it) if
+ * it was private, or NULL (none cached, or no room: the per-query copy
+ * below).  A worker attaches the segment (eytz_image_attach_kept, handle
+ * and the image's metapage as the leader passed them), checks that it
+ * still holds that image and searches it in place; false: it is gone.
+ *
+ * Else the leader copies its cached image into the query's shared memory
+ * and each worker copies it into its own: eytz_image_shared_size: the
+ * bytes of the shared copy; eytz_image_export: copy this generation's
+ * cached image to dst and its own metapage (as read at its load) to
+ * *image_meta, false when none is cached; eytz_image_import (in a worker,
+ * image_meta the exported one): cache a copy of the shared one at src.
  */
+extern EytzImage *eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta);
+extern bool eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
+								   dsm_handle handle);
 extern Size eytz_image_shared_size(Relation index, const EytzMetaPageData *meta);
+extern bool eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
+							  EytzMetaPageData *image_meta);
+extern void eytz_image_import(Relation index, const EytzMetaPageData *image_meta,
+							  void *src);
 
 /*
- * GUC eytzgpu.parallel_image (defined with the join's GUCs): how a worker
- * takes up the shared image: searched in place where the query's shared
- * memory is carved from the main shared memory (min_dynamic_shared_memory)
- * and that has huge pages (huge_pages = on; auto), wherever it is in the
- * main shared memory (in_place: huge_pages = try that got them), or always
- * copied (copy).  eytz_image_in_place: whether a worker searches the
- * shared copy at src in place; with src NULL, the planner's question
- * whether a shared copy of bytes would be.
+ * GUC eytzgpu.parallel_image (defined with the join's GUCs): whether the
+ * leader keeps its image in the main shared memory for the workers to
+ * search in place: where that has huge pages (huge_pages = on; auto), in
+ * any case (in_place: huge_pages = try that got them), or never (copy: the
+ * workers copy it).  eytz_image_in_place: whether shared memory at src is
+ * searched in place; with src NULL, whether a segment of bytes could be
+ * (the planner's question, and the leader's before it makes one).
  */
 typedef enum EytzParallelImage
 {
@@ -87,10 +112,6 @@ typedef enum EytzParallelImage
 } EytzParallelImage;
 extern int	eytz_parallel_image;
 extern bool eytz_image_in_place(const void *src, Size bytes);
-extern bool eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
-							  EytzMetaPageData *image_meta);
-extern void eytz_image_import(Relation index, const EytzMetaPageData *image_meta,
-							  void *src, bool in_place);
 
 /* Pending entries sorted by (key, TID) */
 extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);

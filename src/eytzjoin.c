@@ -427,8 +427,8 @@ expected_keys_node(double rows)
  * and what the leader adds, as costsize.c divides a parallel join's rows
  * (the leader does less the more workers it serves).
  */
-static double
-parallel_divisor(int workers)
+double
+eytz_parallel_divisor(int workers)
 {
 	double		leader = 1.0 - 0.3 * workers;
 
@@ -499,7 +499,7 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	ppath->path.parallel_safe = true;
 	ppath->path.parallel_workers = outer_path->parallel_workers;
 	ppath->path.rows = clamp_row_est(joinrel->rows /
-									 parallel_divisor(outer_path->parallel_workers));
+									 eytz_parallel_divisor(outer_path->parallel_workers));
 	ppath->custom_paths = list_make1(outer_path);
 	ppath->custom_private = list_copy(serial->custom_private);
 	list_nth_cell(ppath->custom_private, EYTZ_PATH_EXPECTED_KEYS)->ptr_value =
@@ -801,7 +801,7 @@ eytz_join_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("eytzgpu.parallel_image",
 							 "How parallel workers of the eytzgpu join use the index image the leader shares.",
-							 "auto searches it in place where the query's dynamic shared memory comes from the main shared memory (min_dynamic_shared_memory) and huge_pages is on, in_place wherever it comes from the main shared memory, copy always copies it.",
+							 "auto: the leader keeps its image in dynamic shared memory carved from the main shared memory (min_dynamic_shared_memory) across queries and the workers search it in place, where huge_pages is on; in_place: whether or not it is; copy: the leader copies its image for each query and the workers copy it.",
 							 &eytz_parallel_image, EYTZ_PARALLEL_IMAGE_AUTO,
 							 parallel_image_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);

@@ -57,6 +57,12 @@ enum EytzScanExprIndex
 /* eytzjoin.c */
 extern void eytz_join_init(void);
 
+/*
+ * The processes a partial path's rows are divided among, as the planner
+ * divides them: the workers and what the leader adds (eytzjoin.c)
+ */
+extern double eytz_parallel_divisor(int workers);
+
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);
 

@@ -28,8 +28,9 @@
  * the largest batch work_mem allows, from memory the backend reuses.
  *
  * Under Gather (the parallel join) each process runs this executor on its
- * share of the outer rows; the node's shared memory carries the leader's
- * cached image to the workers and the workers' counters back to the leader.
+ * share of the outer rows; the node's shared memory tells the workers where
+ * the leader's cached image is (or carries a copy of it) and carries their
+ * counters back to the leader.
  *
  * Under EXPLAIN ANALYZE the node's time is split into stages by one clock
  * that moves from stage to stage (outer scan and batch fill, lookup, heap
@@ -56,6 +57,7 @@
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
 #include "portability/instr_time.h"
+#include "storage/dsm.h"
 #include "storage/predicate.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -137,9 +139,10 @@ typedef enum JoinStage
 /* How a worker used the image the leader shared */
 typedef enum ImageShare
 {
-	IMAGE_NOT_SHARED,			/* none shared: the lookup pinned its own */
+	IMAGE_NOT_SHARED,			/* none shared (or no longer there): the
+								 * lookup pinned its own */
 	IMAGE_COPIED,				/* copied into the worker's memory */
-	IMAGE_IN_PLACE				/* searched in the shared memory */
+	IMAGE_IN_PLACE				/* searched in the leader's kept image */
 } ImageShare;
 
 static const char *const image_share_names[] = {NULL, "copied", "in place"};
@@ -171,15 +174,19 @@ typedef struct EytzJoinReport
 } EytzJoinReport;
 
 /*
- * The parallel join's shared memory: a report per worker, then (when the
- * leader had it cached) a copy of the leader's image of the index, which
- * the workers search in place or copy instead of each loading its own
- * (image_meta: the metapage the image was loaded under)
+ * The parallel join's shared memory: a report per worker and, when the
+ * leader had the index's image cached, how the workers find it instead of
+ * each loading its own: the handle of the leader's kept segment
+ * (image_kept), or a copy of the image after the reports, which the workers
+ * search in place or copy (image_meta: the metapage the image was loaded
+ * under)
  */
 typedef struct EytzJoinShared
 {
 	int			nworkers;
 	bool		has_image;
+	bool		image_kept;
+	dsm_handle	image_handle;
 	Size		image_offset;
 	EytzMetaPageData image_meta;
 	EytzJoinReport reports[FLEXIBLE_ARRAY_MEMBER];
@@ -291,7 +298,11 @@ typedef struct EytzJoinState
 	/* parallel join: the workers' reports (leader: copied at shutdown) */
 	EytzJoinShared *shared;
 	EytzMetaPageData share_meta;	/* leader: the generation it shares */
-	Size		share_bytes;	/* and the bytes of its image, or 0 */
+	EytzImage  *kept;			/* and its kept image, pinned for the query */
+	MemoryContextCallback kept_cb;	/* which unpins it */
+	Size		share_bytes;	/* or the bytes of the copy, or 0 */
+	uint64		kept_queries;	/* leader: the queries the kept image served */
+	bool		image_copied;	/* leader: it copied its image instead */
 	double		import_ms;		/* worker: taking up the shared image */
 	ImageShare	image_share;	/* worker: how */
 	EytzJoinReport *worker_reports;
@@ -670,6 +681,28 @@ row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
 }
 
 /*
+ * The batches of a parallel join's process after its first: an even share
+ * of the outer rows the planner expects in all processes, at most the batch
+ * size and at least a 16th of it (an underestimate).  Its share is small,
+ * and the fewer of its matches a batch holds, the more heap blocks its
+ * fetches visit (each block once per batch), so it takes it in one batch;
+ * but not more: the leader starts tens of milliseconds before the workers
+ * (their start, JIT), and with full batches it took a full one while they
+ * started and then finished last (random 20M x 2M, 2 workers on 2 cores:
+ * 1.05M outer rows against 0.47M for each worker).
+ */
+static uint32
+parallel_batch(EytzJoinState *st)
+{
+	int			workers = st->shared->nworkers;
+	int			procs = workers + (parallel_leader_participation ? 1 : 0);
+	double		share = st->expected_keys * eytz_parallel_divisor(workers) / Max(procs, 1);
+
+	return (uint32) Max(Min(share, (double) eytz_batch_size),
+						(double) (eytz_batch_size / EYTZ_GROWTH));
+}
+
+/*
  * Read the next batch of outer rows and submit their key ranges.  The rows
  * and their copied values stay within the outer rows' share of work_mem.
  * Where no match reads anything of its row but the key range (an inner
@@ -764,11 +797,9 @@ fill_batch(EytzJoinState *st)
 	}
 	/*
 	 * Grow geometrically up to the batch size; a parallel join's process
-	 * takes the batch size after its first batch: its share is small, and
-	 * the fewer of its matches a batch holds, the more heap blocks its
-	 * fetches visit (each block once per batch)
+	 * takes its share after its first batch (parallel_batch)
 	 */
-	st->next_batch = st->shared ? (uint32) eytz_batch_size :
+	st->next_batch = st->shared ? parallel_batch(st) :
 		(uint32) Min((uint64) want * EYTZ_GROWTH, (uint64) eytz_batch_size);
 	if (st->nrows > 0)
 		st->nbatches++;
@@ -1536,6 +1567,14 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyBool("Index Only", true, es);
 	if (!es->analyze)
 		return;
+	/* how the leader shared its image: kept (and the queries it served) */
+	if (st->kept_queries > 0)
+	{
+		ExplainPropertyText("Image Shared", "kept", es);
+		ExplainPropertyUInteger("Image Shared Queries", NULL, st->kept_queries, es);
+	}
+	else if (st->image_copied)
+		ExplainPropertyText("Image Shared", "copied", es);
 	/* the leader's own part, when it ran the node */
 	if (st->started)
 	{
@@ -1553,16 +1592,30 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
  * work and each process pins its own view of the index.  Shared memory
  * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
  * leader has the index's image cached and the workers search images (no
- * service answers them), a copy of it, which spares each worker a load
- * (reading and checking every page of the index).  A worker searches that
- * copy in place when the query's shared memory is cheap to search
- * (eytz_image_in_place), else it copies it into its own memory.
+ * service answers them), the way to it, which spares each worker a load
+ * (reading and checking every page of the index).  Where a worker can
+ * search the image in place (eytz_image_in_place) that is the handle of
+ * the leader's kept image (eytz_image_pin_kept): no copy per query.  Else
+ * (no room for it in the main shared memory, small pages) the leader
+ * copies its image into the query's shared memory and each worker copies
+ * it into its own.
  */
 static Size
 reports_size(int nworkers)
 {
 	return MAXALIGN(add_size(offsetof(EytzJoinShared, reports),
 							 mul_size(sizeof(EytzJoinReport), nworkers)));
+}
+
+/* The end of the query (or its error) unpins the kept image */
+static void
+kept_unpin(void *arg)
+{
+	EytzJoinState *st = (EytzJoinState *) arg;
+
+	if (st->kept)
+		eytz_image_release(st->kept);
+	st->kept = NULL;
 }
 
 static Size
@@ -1572,9 +1625,22 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 
 	eytz_read_meta(st->index, &st->share_meta);
 	st->share_bytes = 0;
+	/* a Gather run again after its shutdown sets up its shared memory anew */
+	kept_unpin(st);
 	/* workers that the service answers need no image */
-	if (!eytz_lookup_service_answers() &&
-		eytz_image_resident(st->index, st->share_meta.generation))
+	if (eytz_lookup_service_answers() ||
+		!eytz_image_resident(st->index, st->share_meta.generation))
+		return reports_size(pcxt->nworkers);
+	/* pinned until the query ends: the workers attach it after this */
+	st->kept = eytz_image_pin_kept(st->index, &st->share_meta);
+	if (st->kept && st->kept_cb.func == NULL)
+	{
+		st->kept_cb.func = kept_unpin;
+		st->kept_cb.arg = st;
+		MemoryContextRegisterResetCallback(st->css.ss.ps.state->es_query_cxt,
+										   &st->kept_cb);
+	}
+	if (st->kept == NULL)
 		st->share_bytes = eytz_image_shared_size(st->index, &st->share_meta);
 	return add_size(reports_size(pcxt->nworkers), st->share_bytes);
 }
@@ -1587,12 +1653,21 @@ eytz_join_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinat
 
 	memset(shared, 0, reports_size(pcxt->nworkers));
 	shared->nworkers = pcxt->nworkers;
-	if (st->share_bytes > 0)
+	if (st->kept)
+	{
+		shared->has_image = true;
+		shared->image_kept = true;
+		shared->image_handle = dsm_segment_handle(st->kept->seg);
+		shared->image_meta = st->kept->img.meta;
+		st->kept_queries = ++st->kept->kept_queries;
+	}
+	else if (st->share_bytes > 0)
 	{
 		shared->image_offset = reports_size(pcxt->nworkers);
 		shared->has_image = eytz_image_export(st->index, &st->share_meta,
 											  (char *) shared + shared->image_offset,
 											  &shared->image_meta);
+		st->image_copied = shared->has_image;
 	}
 	st->shared = shared;
 }
@@ -1604,26 +1679,34 @@ eytz_join_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordin
 	((EytzJoinState *) node)->shared = (EytzJoinShared *) coordinate;
 }
 
+/*
+ * A worker that cannot attach the leader's kept image (gone: not while the
+ * leader's query pins it) loads its own, as without a shared image
+ */
 static void
 eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
+	instr_time	t0,
+				t1;
 
 	st->shared = (EytzJoinShared *) coordinate;
-	if (st->shared->has_image)
+	if (!st->shared->has_image)
+		return;
+	INSTR_TIME_SET_CURRENT(t0);
+	if (st->shared->image_kept)
+		st->image_share = eytz_image_attach_kept(st->index, &st->shared->image_meta,
+												 st->shared->image_handle) ?
+			IMAGE_IN_PLACE : IMAGE_NOT_SHARED;
+	else
 	{
-		char	   *src = (char *) st->shared + st->shared->image_offset;
-		instr_time	t0,
-					t1;
-
-		st->image_share = eytz_image_in_place(src, 0) ? IMAGE_IN_PLACE : IMAGE_COPIED;
-		INSTR_TIME_SET_CURRENT(t0);
-		eytz_image_import(st->index, &st->shared->image_meta, src,
-						  st->image_share == IMAGE_IN_PLACE);
-		INSTR_TIME_SET_CURRENT(t1);
-		INSTR_TIME_SUBTRACT(t1, t0);
-		st->import_ms = INSTR_TIME_GET_MILLISEC(t1);
+		eytz_image_import(st->index, &st->shared->image_meta,
+						  (char *) st->shared + st->shared->image_offset);
+		st->image_share = IMAGE_COPIED;
 	}
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	st->import_ms = INSTR_TIME_GET_MILLISEC(t1);
 }
 
 /*

@@ -1,6 +1,6 @@
 # t/050_join_parallel_image.pl: the parallel EytzGPU Join's workers search
-# the leader's shared image in place (eytzgpu.parallel_image), which needs
-# the query's shared memory carved from the main shared memory
+# the leader's image in place (eytzgpu.parallel_image), which the leader
+# keeps in dynamic shared memory carved from the main shared memory
 # (min_dynamic_shared_memory; pg_regress runs without it).
 #
 # The workers alone run the join (parallel_leader_participation = off) after
@@ -8,13 +8,21 @@
 # join's answer is compared with PostgreSQL's own (eytzgpu.enable_join =
 # off) by a count and a sum of hashes of the result rows; EXPLAIN ANALYZE
 # says how each worker took up the image:
-# 1. parallel_image = in_place: in place, for a plain index, a range join
-#    and an index-only join over a covering index (its included values are
-#    shared too); and after DELETE + VACUUM (tombstones) in another session
-#    while the leader's transaction held the image.
-# 2. auto (huge_pages is not on here) and copy: copied.
-# 3. Without min_dynamic_shared_memory the segment is one of its own: copied
-#    even with in_place.
+# 1. parallel_image = in_place: in place (the leader's kept image, see 3),
+#    for a plain index, a range join and an index-only join over a covering
+#    index (its included values are shared too); and after DELETE + VACUUM
+#    (tombstones) in another session while the leader's transaction held
+#    the image.
+# 2. auto (huge_pages is not on here) and copy: copied (the leader copies
+#    its image into the query's shared memory, the workers into their own).
+# 3. The leader's kept image: a parallel join moves the leader's cached image
+#    into a segment of the main shared memory that outlives the query (EXPLAIN
+#    ANALYZE: "Image Shared: kept" and the queries it served); later parallel
+#    joins pass the workers the same segment, with no copy; a merge (new
+#    generation), a REINDEX (new relfilenode) and a VACUUM's tombstones are
+#    never answered from the old image.
+# 4. Without min_dynamic_shared_memory a segment is one of its own (small
+#    pages): copied even with in_place ("Image Shared: copied").
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -144,13 +152,95 @@ for my $mode ('auto', 'copy')
 	is($parallel, $reference, "$mode: parallel answer is PostgreSQL's");
 }
 
-# ---- 3. a segment of its own
+# ---- 3. the leader's kept image, over queries of one session
+{
+	my $leader = $node->background_psql('postgres');
+	$leader->query_safe($settings);
+	$leader->query_safe('SET eytzgpu.parallel_image = in_place');
+	$leader->query_safe('SET parallel_leader_participation = off');
+
+	# join name in workers: checks the answer against PostgreSQL's and
+	# returns how the leader shared its image ("kept N": the queries the
+	# kept image served, this EXPLAIN ANALYZE included), the workers' use
+	# of it, and the plan
+	my $check = sub {
+		my ($name, $what) = @_;
+		my $q = $joins{$name};
+		$leader->query_safe('SET max_parallel_workers_per_gather = 2');
+		my $plan = $leader->query_safe(
+			"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q");
+		my $parallel = $leader->query_safe(digest($q));
+		$leader->query_safe('SET eytzgpu.enable_join = off');
+		is($parallel, $leader->query_safe(digest($q)),
+			"$what: parallel answer is PostgreSQL's");
+		$leader->query_safe('RESET eytzgpu.enable_join');
+		my ($kept) = $plan =~ /Image Shared: (.*)/;
+		my ($queries) = $plan =~ /Image Shared Queries: (\d+)/;
+		my $uses = join(',', $plan =~ /Shared Image: (.*)/g);
+		return (($kept // 'none') . ' ' . ($queries // 0) . " $uses", $plan);
+	};
+	# the leader loads its image of join name's index in a serial join; the
+	# next parallel join keeps it
+	my $load_and_keep = sub {
+		my ($name, $what) = @_;
+		$leader->query_safe('SET max_parallel_workers_per_gather = 0');
+		$leader->query_safe(digest($joins{$name}));
+		my ($shared, $plan) = $check->($name, $what);
+		is($shared, 'kept 1 in place,in place',
+			"$what: the leader keeps its image, the workers search it in place")
+		  or diag($plan);
+	};
+
+	$load_and_keep->('plain', 'plain');
+	# the EXPLAIN ANALYZE and the answer: two queries
+	my ($shared, $plan) = $check->('plain', 'plain again');
+	is($shared, 'kept 3 in place,in place', 'later parallel joins reuse the kept image')
+	  or diag($plan);
+
+	# another session's change that makes the leader's image stale: the
+	# next parallel join shares nothing (the leader has no image of the
+	# index as it is now), the one after the leader's next load a new kept
+	# image
+	for my $change (
+		[ 'after a merge',
+			"INSERT INTO pi SELECT k + 1, -v, f FROM pi WHERE v % 10 = 0; SELECT eytzgpu_merge('pi_k')"
+		],
+		[ 'after REINDEX', 'REINDEX INDEX pi_k' ])
+	{
+		my ($what, $sql) = @$change;
+		$node->safe_psql('postgres', $sql);
+		($shared, $plan) = $check->('plain', $what);
+		like($shared, qr/^none/, "$what: the old image is not shared") or diag($plan);
+		$load_and_keep->('plain', "$what, reloaded");
+	}
+
+	# a VACUUM's tombstones (same generation) under a kept image
+	$node->safe_psql('postgres', 'DELETE FROM pi WHERE v % 20 = 3; VACUUM pi');
+	is( $node->safe_psql('postgres',
+			"SELECT dead > 0 AND pending = 0 FROM eytzgpu_info('pi_k')"),
+		't', 'plain: VACUUM left tombstones and no merge');
+	$check->('plain', 'after VACUUM');
+
+	# an index-only join over a kept image (the included columns kept too),
+	# then a VACUUM that merges (pc has a quarter of tombstones already)
+	$load_and_keep->('covering', 'covering');
+	my $generation = "SELECT generation FROM eytzgpu_info('pc_k')";
+	my $before = $node->safe_psql('postgres', $generation);
+	$node->safe_psql('postgres', 'DELETE FROM pc WHERE v % 7 = 0; VACUUM pc');
+	isnt($node->safe_psql('postgres', $generation), $before,
+		'covering: VACUUM merged into a new generation');
+	$check->('covering', 'covering after VACUUM');
+	$leader->quit;
+}
+
+# ---- 4. a segment of its own
 $node->append_conf('postgresql.conf', 'min_dynamic_shared_memory = 0');
 $node->restart;
 {
-	my ($uses, $parallel, $reference) = run('plain', 'in_place');
+	my ($uses, $parallel, $reference, $plan) = run('plain', 'in_place');
 	is($uses, 'copied,copied', 'without min_dynamic_shared_memory: copied');
 	is($parallel, $reference, "without min_dynamic_shared_memory: parallel answer is PostgreSQL's");
+	like($plan, qr/Image Shared: copied/, 'without min_dynamic_shared_memory: the leader copies its image');
 }
 
 $node->stop;
