@@ -1302,7 +1302,11 @@ eytz_join_exec(CustomScanState *node)
 
 	while (res == NULL)
 	{
-		ResetExprContext(node->ss.ps.ps_ExprContext);
+		MemoryContext tuplecxt = node->ss.ps.ps_ExprContext->ecxt_per_tuple_memory;
+
+		/* a call per match: none where the last left nothing to free */
+		if (!tuplecxt->isReset || tuplecxt->firstchild != NULL)
+			MemoryContextReset(tuplecxt);
 		switch (st->phase)
 		{
 			case PHASE_FILL:

@@ -236,6 +236,104 @@ eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp)
 		radix_sort(m, n, tmp, false);
 }
 
+/* One stable counting pass of src[0..n) into dst on bits [shift, shift + bits) */
+static void
+radix_pass_u64(const uint64 *src, uint64 *dst, uint32 n, int shift, int bits)
+{
+	uint32		hist[1 << LOCAL_BITS];
+	uint32		nb = 1U << bits;
+	uint64		mask = nb - 1;
+	uint32		sum = 0;
+	uint32		b,
+				i;
+
+	memset(hist, 0, sizeof(uint32) * nb);
+	for (i = 0; i < n; i++)
+		hist[(src[i] >> shift) & mask]++;
+	for (b = 0; b < nb; b++)
+	{
+		uint32		c = hist[b];
+
+		hist[b] = sum;
+		sum += c;
+	}
+	for (i = 0; i < n; i++)
+		dst[hist[(src[i] >> shift) & mask]++] = src[i];
+}
+
+/*
+ * radix_sort's scheme (a scatter on the top varying bits into buckets that
+ * fit the cache, LSD passes in each) over 8-byte elements, on the bits of
+ * "bits" only: half the bytes of an EytzMatch through memory at each pass.
+ */
+void
+eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits)
+{
+	uint32		start[(1 << TOP_BITS_MAX) + 1];
+	uint32		next[1 << TOP_BITS_MAX];
+	RadixPass	local[MAX_LOCAL_PASSES];
+	uint64		vary = 0;
+	uint32		i,
+				nb,
+				sum = 0;
+	int			nlocal,
+				hi,
+				top_bits,
+				top_shift,
+				b;
+
+	if (n < 2)
+		return;
+	for (i = 1; i < n; i++)
+		vary |= a[i] ^ a[0];
+	vary &= bits;
+	if (vary == 0)
+		return;
+	hi = 64 - __builtin_clzll(vary);
+	for (top_bits = 1; top_bits < TOP_BITS_MAX && (n >> top_bits) > BUCKET_TARGET;)
+		top_bits++;
+	top_shift = Max(hi - top_bits, __builtin_ctzll(vary));
+	top_bits = hi - top_shift;
+	nlocal = add_passes(local, 0, vary & ((UINT64CONST(1) << top_shift) - 1),
+						false, LOCAL_BITS);
+
+	nb = 1U << top_bits;
+	memset(start, 0, sizeof(uint32) * (nb + 1));
+	for (i = 0; i < n; i++)
+		start[(a[i] >> top_shift) & (nb - 1)]++;
+	for (b = 0; b <= (int) nb; b++)
+	{
+		uint32		c = start[b];
+
+		start[b] = sum;
+		sum += c;
+	}
+	memcpy(next, start, sizeof(uint32) * nb);
+	for (i = 0; i < n; i++)
+		tmp[next[(a[i] >> top_shift) & (nb - 1)]++] = a[i];
+
+	for (b = 0; b < (int) nb; b++)
+	{
+		uint32		c = start[b + 1] - start[b];
+		uint64	   *src = tmp + start[b];
+		uint64	   *dst = a + start[b];
+		int			p;
+
+		for (p = 0; p < nlocal && c > 1; p++)
+		{
+			uint64	   *swap = src;
+
+			radix_pass_u64(src, dst, c, local[p].shift, local[p].bits);
+			src = dst;
+			dst = swap;
+		}
+		if (src != a + start[b])
+			memcpy(a + start[b], src, sizeof(uint64) * c);
+		if ((b & 255) == 255)
+			CHECK_FOR_INTERRUPTS();
+	}
+}
+
 /*
  * A large array (an image, a batch's query order, a chunk), backed by huge
  * pages where the kernel gives them on request: random probes into
