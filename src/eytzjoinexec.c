@@ -887,7 +887,7 @@ resolve_block(EytzJoinState *st)
  * The inner columns of match m from the values the lookup returned (at
  * m->unused); its page is predicate-locked as an Index Only Scan does
  */
-static void
+static inline void
 inner_from_index(EytzJoinState *st, const EytzMatch *m)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
@@ -972,7 +972,7 @@ inner_from_heap(EytzJoinState *st, uint64 t)
  * (from the index in an index-only chunk's first pass, else from the heap);
  * false if it is not visible or fails the inner table's quals.
  */
-static bool
+static pg_attribute_always_inline bool
 fetch_inner(EytzJoinState *st, const EytzMatch *m)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
@@ -1028,7 +1028,7 @@ store_outer(EytzJoinState *st, uint32 row)
 	st->css.ss.ps.ps_ExprContext->ecxt_scantuple = scan;
 }
 
-static TupleTableSlot *
+static inline TupleTableSlot *
 project(EytzJoinState *st)
 {
 	ProjectionInfo *proj = st->css.ss.ps.ps_ProjInfo;
@@ -1040,7 +1040,7 @@ project(EytzJoinState *st)
 }
 
 /* The pushed-down quals on a joined (or null-extended) row */
-static bool
+static inline bool
 other_quals_pass(EytzJoinState *st)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
