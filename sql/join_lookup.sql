@@ -147,6 +147,35 @@ FROM unnest(ARRAY[1, 9, 100, 6560, 6563]) n,
 	 unnest(ARRAY['layout = ebs', 'layout = eks', 'layout = eks, fanout = 3']) opts;
 DROP FUNCTION jl_shapes(int, text);
 DROP TABLE jl_shape;
+
+-- the CPU search takes a batch of points whose keys lie within 2^32 of each
+-- other as 8-byte records (key - least key, row): int8 keys far from zero
+-- (within: the outer extremes span 2^32 - 1 exactly; beyond: twice that),
+-- with NULLs, repeated keys, a key with more matches than a chunk, inner,
+-- outer, semi and anti joins, over the heap and index-only
+CREATE TABLE jl_k8 AS SELECT k::int8 + 4000000000 AS k, v FROM jl_inner;
+CREATE INDEX jl_k8_k ON jl_k8 USING eytzgpu (k);
+ANALYZE jl_k8;
+CREATE FUNCTION jl_k8_joins(key text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN NEXT join_check(format('SELECT o.x, i.v FROM jl_outer o JOIN jl_k8 i ON i.k = %s', key));
+	RETURN NEXT join_check(format('SELECT o.x, i.v FROM jl_outer o LEFT JOIN jl_k8 i ON i.k = %s', key));
+	RETURN NEXT join_check(format('SELECT count(*), sum(i.v) FROM jl_outer o JOIN jl_k8 i ON i.k = %s', key));
+	RETURN NEXT join_check(format('SELECT o.x FROM jl_outer o WHERE EXISTS (SELECT 1 FROM jl_k8 i WHERE i.k = %s)', key));
+	RETURN NEXT join_check(format('SELECT o.x FROM jl_outer o WHERE NOT EXISTS (SELECT 1 FROM jl_k8 i WHERE i.k = %s)', key));
+END $$;
+SET work_mem = '64kB';
+SELECT jl_k8_joins('o.k::int8 + 4000000000');
+SELECT jl_k8_joins('o.k::int8 * 2 + 4000000000');
+RESET work_mem;
+SELECT jl_k8_joins('o.k::int8 + 4000000000');
+DROP INDEX jl_k8_k;
+CREATE INDEX jl_k8_kv ON jl_k8 USING eytzgpu (k) INCLUDE (v);
+VACUUM (INDEX_CLEANUP ON) jl_k8;
+SELECT jl_k8_joins('o.k::int8 + 4000000000');
+SELECT jl_k8_joins('o.k::int8 * 2 + 4000000000');
+DROP FUNCTION jl_k8_joins(text);
+DROP TABLE jl_k8;
 RESET eytzgpu.device;
 
 RESET enable_hashjoin;

@@ -628,8 +628,8 @@ NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
 \
 static uint32 \
 NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
-	 const EytzMatch *order, const uint64 *qhi, uint32 nq, \
-	 uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n) \
+	 const EytzMatch *order, const uint64 *packed, uint64 base, \
+	 const uint64 *qhi, uint32 nq, uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	const uint32 k = FANOUT ? FANOUT : img->meta.fanout; \
@@ -642,9 +642,9 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 \
 	for (q = 0; q < nq; q++) \
 	{ \
-		uint64		lo = order[q].tid; \
+		uint64		lo = packed ? base + (packed[q] >> 32) : order[q].tid; \
 		uint64		hi = qhi ? qhi[order[q].row] : lo; \
-		uint32		row = order[q].unused; \
+		uint32		row = packed ? (uint32) packed[q] : order[q].unused; \
 		uint32		before = cnt; \
 		uint32		l = 0; \
 		uint32		m; \
@@ -766,7 +766,9 @@ full: \
 
 typedef uint32 (*SortedSearch) (Relation index, const EytzLayoutImage *img,
 								const uint64 *level_end, const EytzMatch *order,
-								const uint64 *qhi, uint32 nq, uint32 limit,
+								const uint64 *packed, uint64 base,
+								const uint64 *qhi,
+								uint32 nq, uint32 limit,
 								EytzMatch *out, uint64 *mkeys, uint32 *n);
 
 DEFINE_SORTED_SEARCH(sorted_search_4, uint32, 0)
@@ -778,8 +780,8 @@ DEFINE_SORTED_SEARCH(sorted_search_8_eks9, uint64, EYTZ_DEFAULT_FANOUT)
 
 uint32
 eytz_image_search(Relation index, const EytzImage *image,
-				  const EytzMatch *order,
-				  uint32 start, uint32 nq, const uint64 *hi, uint32 max,
+				  const EytzMatch *order, const uint64 *packed,
+				  uint64 base, uint32 start, uint32 nq, const uint64 *hi, uint32 max,
 				  EytzMatch *out, uint32 *nout, EytzStage *stage)
 {
 	const EytzLayoutImage *img = &image->img;
@@ -808,7 +810,8 @@ eytz_image_search(Relation index, const EytzImage *image,
 		search = img->meta.fanout == 2 ? sorted_search_8_ebs :
 			img->meta.fanout == EYTZ_DEFAULT_FANOUT ? sorted_search_8_eks9 :
 			sorted_search_8;
-	done = search(index, img, level_end, order + start, hi, nq - start, max,
+	done = search(index, img, level_end, packed ? NULL : order + start,
+				  packed ? packed + start : NULL, base, hi, nq - start, max,
 				  out, mkeys, nout);
 	*nout = resolve_tids(image, out, first, *nout, stage);
 	return done;

@@ -123,14 +123,16 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
  * fit in out[0..max); with a stage (else NULL), each match's values go
  * there.  A query is (tid: its low key, row: its index into hi,
  * unused: the batch row it answers); hi NULL means every query is a point.
+ * packed (else NULL) stands for order where every query is a point within
+ * 2^32 of base: (key - base << 32 | batch row), ascending.
  * Live matches (packed TID, batch row) are appended to out from *nout on.
  * Returns the number of queries answered (0 when query order[start] alone
  * does not fit).  Not sorted by TID.  Keys out of order on a search path
  * raise XX002 naming index.
  */
 extern uint32 eytz_image_search(Relation index, const EytzImage *image,
-								const EytzMatch *order,
-								uint32 start, uint32 nq, const uint64 *hi,
+								const EytzMatch *order, const uint64 *packed,
+								uint64 base, uint32 start, uint32 nq, const uint64 *hi,
 								uint32 max, EytzMatch *out, uint32 *nout,
 								EytzStage *stage);
 

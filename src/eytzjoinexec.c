@@ -918,7 +918,7 @@ resolve_block(EytzJoinState *st)
  * The inner columns of match m from the values the lookup returned (at
  * m->unused); its page is predicate-locked as an Index Only Scan does
  */
-static void
+static inline void
 inner_from_index(EytzJoinState *st, const EytzMatch *m)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
@@ -1003,7 +1003,7 @@ inner_from_heap(EytzJoinState *st, uint64 t)
  * (from the index in an index-only chunk's first pass, else from the heap);
  * false if it is not visible or fails the inner table's quals.
  */
-static bool
+static pg_attribute_always_inline bool
 fetch_inner(EytzJoinState *st, const EytzMatch *m)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
@@ -1059,7 +1059,7 @@ store_outer(EytzJoinState *st, uint32 row)
 	st->css.ss.ps.ps_ExprContext->ecxt_scantuple = scan;
 }
 
-static TupleTableSlot *
+static inline TupleTableSlot *
 project(EytzJoinState *st)
 {
 	ProjectionInfo *proj = st->css.ss.ps.ps_ProjInfo;
@@ -1071,7 +1071,7 @@ project(EytzJoinState *st)
 }
 
 /* The pushed-down quals on a joined (or null-extended) row */
-static bool
+static inline bool
 other_quals_pass(EytzJoinState *st)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
@@ -1333,7 +1333,11 @@ eytz_join_exec(CustomScanState *node)
 
 	while (res == NULL)
 	{
-		ResetExprContext(node->ss.ps.ps_ExprContext);
+		MemoryContext tuplecxt = node->ss.ps.ps_ExprContext->ecxt_per_tuple_memory;
+
+		/* a call per match: none where the last left nothing to free */
+		if (!tuplecxt->isReset || tuplecxt->firstchild != NULL)
+			MemoryContextReset(tuplecxt);
 		switch (st->phase)
 		{
 			case PHASE_FILL:

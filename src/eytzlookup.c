@@ -82,7 +82,7 @@ typedef enum BatchPhase
 typedef struct Walk
 {
 	bool		active;
-	uint32		q;				/* query index */
+	uint32		row;			/* the query's batch row */
 	EytzRangeCursor cursor;		/* over the view's generation */
 } Walk;
 
@@ -120,6 +120,11 @@ struct EytzLookup
 	bool		rows_in_order;	/* points, rows increasing: see
 								 * eytz_match_sort */
 	EytzMatch  *order;			/* queries by low key (CPU views) */
+	uint64	   *packed;			/* or, points within 2^32 of each other,
+								 * (key - lo_min << 32 | row) by key, in
+								 * order's memory */
+	uint64		lo_min;			/* the least and greatest low key */
+	uint64		lo_max;
 	uint32		norder;
 	uint32		order_cap;		/* order has twice this: its sort scratch */
 	uint32		next;			/* next query: in order, or by index (GPU) */
@@ -178,7 +183,7 @@ walk_query(EytzLookup *lk, EytzMatch *out, uint32 *n, uint32 max)
 {
 	/* the chunk's sort scratch holds the TIDs until they are tagged */
 	ItemPointerData *tids = (ItemPointerData *) lk->tmp;
-	uint32		row = lk->rows[lk->walk.q];
+	uint32		row = lk->walk.row;
 	int			want = max - *n;
 	int			got;
 	int			i;
@@ -202,13 +207,13 @@ walk_query(EytzLookup *lk, EytzMatch *out, uint32 *n, uint32 max)
 	return got < want;
 }
 
-/* Start walking query q alone, from the root */
+/* Start walking the query [lo, hi] of batch row "row" alone, from the root */
 static void
-walk_start(EytzLookup *lk, uint32 q)
+walk_start(EytzLookup *lk, uint64 lo, uint64 hi, uint32 row)
 {
 	lk->walk.active = true;
-	lk->walk.q = q;
-	eytz_cursor_start(&lk->walk.cursor, lk->lo[q], lk->hi[q]);
+	lk->walk.row = row;
+	eytz_cursor_start(&lk->walk.cursor, lo, hi);
 }
 
 /* The pending list's TIDs, sorted, and a filter of their hashes */
@@ -501,8 +506,13 @@ review_view(EytzLookup *lk)
 
 /*
  * The queries from "from" on, sorted by low key into lk->order (CPU views:
- * neighbouring searches share their upper path).  The buffer only grows:
- * fresh memory for every batch costs page faults.
+ * neighbouring searches share their upper path).  Points whose keys lie
+ * within 2^32 of the least (int4 keys always, int8 keys mostly) are sorted
+ * as 8-byte records (key - lo_min << 32 | row) into lk->packed instead:
+ * half the bytes of order's through each radix pass (the query sort
+ * measured a tenth of an index-only join); the search needs no query index
+ * for points.  The buffer only grows: fresh memory for every batch costs
+ * page faults.
  */
 static void
 sort_queries(EytzLookup *lk, uint32 from)
@@ -516,6 +526,16 @@ sort_queries(EytzLookup *lk, uint32 from)
 			eytz_scratch_free(lk->order);
 		lk->order = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) n * 2);
 		lk->order_cap = n;
+	}
+	lk->packed = NULL;
+	if (lk->points && lk->lo_max - lk->lo_min <= PG_UINT32_MAX)
+	{
+		lk->packed = (uint64 *) lk->order;
+		for (i = 0; i < n; i++)
+			lk->packed[i] = (lk->lo[from + i] - lk->lo_min) << 32 | lk->rows[from + i];
+		eytz_sort_u64(lk->packed, n, lk->packed + n, ~(uint64) PG_UINT32_MAX);
+		lk->norder = n;
+		return;
 	}
 	/* the row rides along: the search then reads no query array at random */
 	for (i = 0; i < n; i++)
@@ -551,13 +571,18 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 	lk->stats.lookups += nq;
 	lk->points = true;
 	lk->rows_in_order = true;
+	lk->lo_min = PG_UINT64_MAX;
+	lk->lo_max = 0;
 	for (i = 0; i < nq && lk->points; i++)
 	{
 		lk->points = lo[i] == hi[i];
 		lk->rows_in_order &= i == 0 || rows[i] > rows[i - 1];
+		lk->lo_min = Min(lk->lo_min, lo[i]);
+		lk->lo_max = Max(lk->lo_max, lo[i]);
 	}
 	lk->rows_in_order &= lk->points;
 	lk->norder = 0;
+	lk->packed = NULL;
 	if (lk->kind == EYTZ_VIEW_GPU || nq == 0)
 		return;
 	INSTR_TIME_SET_CURRENT(t0);
@@ -711,12 +736,14 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 			return true;
 		if (before > 0)
 			return false;
-		walk_start(lk, lk->next);	/* alone more than a chunk */
+		/* alone more than a chunk */
+		walk_start(lk, lk->lo[lk->next], lk->hi[lk->next], lk->rows[lk->next]);
 		return true;
 	}
 	if (lk->kind == EYTZ_VIEW_IMAGE)
 	{
-		uint32		done = eytz_image_search(lk->index, lk->image, lk->order, lk->next,
+		uint32		done = eytz_image_search(lk->index, lk->image, lk->order,
+											 lk->packed, lk->lo_min, lk->next,
 											 lk->norder, lk->points ? NULL : lk->hi,
 											 max, lk->out, n,
 											 lk->want ? &lk->stage : NULL);
@@ -729,7 +756,18 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 			return false;
 	}
 	/* the pages view walks every query; the others those that fit no chunk */
-	walk_start(lk, lk->order[lk->next].row);
+	if (lk->packed)
+	{
+		uint64		key = lk->lo_min + (lk->packed[lk->next] >> 32);
+
+		walk_start(lk, key, key, (uint32) lk->packed[lk->next]);
+	}
+	else
+	{
+		uint32		q = lk->order[lk->next].row;
+
+		walk_start(lk, lk->lo[q], lk->hi[q], lk->rows[q]);
+	}
 	return true;
 }
 

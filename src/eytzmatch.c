@@ -97,29 +97,116 @@ add_passes(RadixPass *passes, int np, uint64 vary, bool on_row, int bits)
 	return np;
 }
 
-/* One stable counting pass of src[0..n) into dst on the digit of p */
-static void
-radix_pass(const EytzMatch *src, EytzMatch *dst, uint32 n, const RadixPass *p)
+/* The radix digit of a bare 8-byte element that pass p sorts on */
+static inline uint32
+digit_u64(const uint64 *e, const RadixPass *p)
 {
-	uint32		hist[1 << LOCAL_BITS];
-	uint32		nb = 1U << p->bits;
-	uint32		sum = 0;
-	uint32		b,
-				i;
-
-	memset(hist, 0, sizeof(uint32) * nb);
-	for (i = 0; i < n; i++)
-		hist[digit(&src[i], p)]++;
-	for (b = 0; b < nb; b++)
-	{
-		uint32		c = hist[b];
-
-		hist[b] = sum;
-		sum += c;
-	}
-	for (i = 0; i < n; i++)
-		dst[hist[digit(&src[i], p)]++] = src[i];
+	return (uint32) ((*e >> p->shift) & ((UINT64CONST(1) << p->bits) - 1));
 }
+
+/*
+ * The top digit for n elements whose varying bits are vary: as many of the
+ * highest varying bits as make buckets of about BUCKET_TARGET elements
+ */
+static void
+plan_top(RadixPass *top, uint64 vary, uint32 n, bool on_row)
+{
+	int			hi = 64 - __builtin_clzll(vary);
+
+	top->on_row = on_row;
+	for (top->bits = 1; top->bits < TOP_BITS_MAX && (n >> top->bits) > BUCKET_TARGET;)
+		top->bits++;
+	top->shift = Max(hi - top->bits, __builtin_ctzll(vary));
+	top->bits = hi - top->shift;
+}
+
+/*
+ * For element type T and its digit function DIGIT: NAME_pass, one stable
+ * counting pass of src[0..n) into dst on the digit of p, and NAME_buckets,
+ * the scatter of m[0..n) on the top digit into buckets in tmp and the sort
+ * of each bucket back into m by the local passes in cache.
+ */
+#define DEFINE_RADIX(NAME, T, DIGIT) \
+static void \
+NAME##_pass(const T *src, T *dst, uint32 n, const RadixPass *pass) \
+{ \
+	RadixPass	copy = *pass;	/* (as top_copy below) */ \
+	const RadixPass *p = &copy; \
+	uint32		hist[1 << LOCAL_BITS]; \
+	uint32		nb = 1U << p->bits; \
+	uint32		sum = 0; \
+	uint32		b, \
+				i; \
+\
+	memset(hist, 0, sizeof(uint32) * nb); \
+	for (i = 0; i < n; i++) \
+		hist[DIGIT(&src[i], p)]++; \
+	for (b = 0; b < nb; b++) \
+	{ \
+		uint32		c = hist[b]; \
+\
+		hist[b] = sum; \
+		sum += c; \
+	} \
+	for (i = 0; i < n; i++) \
+		dst[hist[DIGIT(&src[i], p)]++] = src[i]; \
+} \
+\
+static void \
+NAME##_buckets(T *m, uint32 n, T *tmp, const RadixPass *top_digit, \
+			   const RadixPass *local, int nlocal) \
+{ \
+	/* \
+	 * a copy in registers: stores through m and tmp may alias the \
+	 * caller's (PostgreSQL builds without strict aliasing) \
+	 */ \
+	RadixPass	top_copy = *top_digit; \
+	const RadixPass *top = &top_copy; \
+	uint32		start[(1 << TOP_BITS_MAX) + 1]; \
+	uint32		next[1 << TOP_BITS_MAX]; \
+	uint32		nb = 1U << top->bits; \
+	uint32		i, \
+				sum = 0; \
+	int			b; \
+\
+	memset(start, 0, sizeof(uint32) * (nb + 1)); \
+	for (i = 0; i < n; i++) \
+		start[DIGIT(&m[i], top)]++; \
+	for (b = 0; b <= (int) nb; b++) \
+	{ \
+		uint32		c = start[b]; \
+\
+		start[b] = sum; \
+		sum += c; \
+	} \
+	memcpy(next, start, sizeof(uint32) * nb); \
+	for (i = 0; i < n; i++) \
+		tmp[next[DIGIT(&m[i], top)]++] = m[i]; \
+\
+	for (b = 0; b < (int) nb; b++) \
+	{ \
+		uint32		c = start[b + 1] - start[b]; \
+		T		   *src = tmp + start[b]; \
+		T		   *dst = m + start[b]; \
+		int			p; \
+\
+		for (p = 0; p < nlocal && c > 1; p++) \
+		{ \
+			T		   *swap = src; \
+\
+			NAME##_pass(src, dst, c, &local[p]); \
+			src = dst; \
+			dst = swap; \
+		} \
+		if (src != m + start[b]) \
+			memcpy(m + start[b], src, sizeof(T) * c); \
+		if ((b & 255) == 255) \
+			CHECK_FOR_INTERRUPTS(); \
+	} \
+}
+
+DEFINE_RADIX(match, EytzMatch, digit)
+DEFINE_RADIX(u64, uint64, digit_u64)
 
 /*
  * Stable radix sort by tid, and first by row when by_row: one pass on the
@@ -130,19 +217,13 @@ radix_pass(const EytzMatch *src, EytzMatch *dst, uint32 n, const RadixPass *p)
 static void
 radix_sort(EytzMatch *m, uint32 n, EytzMatch *tmp, bool by_row)
 {
-	uint32		start[(1 << TOP_BITS_MAX) + 1];
-	uint32		next[1 << TOP_BITS_MAX];
 	RadixPass	top;
 	RadixPass	local[MAX_LOCAL_PASSES];
 	uint64		tid_vary = 0;
 	uint32		row_vary = 0;
 	uint64		top_vary;
-	uint32		i,
-				nb,
-				sum = 0;
-	int			nlocal = 0,
-				hi,
-				b;
+	uint32		i;
+	int			nlocal = 0;
 
 	for (i = 1; i < n; i++)
 	{
@@ -151,58 +232,16 @@ radix_sort(EytzMatch *m, uint32 n, EytzMatch *tmp, bool by_row)
 	}
 	if (!by_row)
 		row_vary = 0;
-	top.on_row = tid_vary == 0;
-	top_vary = top.on_row ? row_vary : tid_vary;
+	top_vary = tid_vary == 0 ? row_vary : tid_vary;
 	if (top_vary == 0)
 		return;					/* all equal */
-	hi = 64 - __builtin_clzll(top_vary);
-	for (top.bits = 1; top.bits < TOP_BITS_MAX && (n >> top.bits) > BUCKET_TARGET;)
-		top.bits++;
-	top.shift = Max(hi - top.bits, __builtin_ctzll(top_vary));
-	top.bits = hi - top.shift;
+	plan_top(&top, top_vary, n, tid_vary == 0);
 	/* the bits below the top digit: the row's first (the lower half of the key) */
 	if (by_row && !top.on_row)
 		nlocal = add_passes(local, nlocal, row_vary, true, LOCAL_BITS);
 	nlocal = add_passes(local, nlocal, top_vary & ((UINT64CONST(1) << top.shift) - 1),
 						top.on_row, LOCAL_BITS);
-
-	/* the top digit: m into buckets in tmp */
-	nb = 1U << top.bits;
-	memset(start, 0, sizeof(uint32) * (nb + 1));
-	for (i = 0; i < n; i++)
-		start[digit(&m[i], &top)]++;
-	for (b = 0; b <= (int) nb; b++)
-	{
-		uint32		c = start[b];
-
-		start[b] = sum;
-		sum += c;
-	}
-	memcpy(next, start, sizeof(uint32) * nb);
-	for (i = 0; i < n; i++)
-		tmp[next[digit(&m[i], &top)]++] = m[i];
-
-	/* each bucket back into m, sorted on the lower digits */
-	for (b = 0; b < (int) nb; b++)
-	{
-		uint32		c = start[b + 1] - start[b];
-		EytzMatch  *src = tmp + start[b];
-		EytzMatch  *dst = m + start[b];
-		int			p;
-
-		for (p = 0; p < nlocal && c > 1; p++)
-		{
-			EytzMatch  *swap = src;
-
-			radix_pass(src, dst, c, &local[p]);
-			src = dst;
-			dst = swap;
-		}
-		if (src != m + start[b])
-			memcpy(m + start[b], src, sizeof(EytzMatch) * c);
-		if ((b & 255) == 255)
-			CHECK_FOR_INTERRUPTS();
-	}
+	match_buckets(m, n, tmp, &top, local, nlocal);
 }
 
 uint32
@@ -234,6 +273,30 @@ eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp)
 		qsort(m, n, sizeof(EytzMatch), cmp_tid_row);
 	else
 		radix_sort(m, n, tmp, false);
+}
+
+/*
+ * radix_sort's scheme over 8-byte elements, on the bits of "bits" only:
+ * half the bytes of an EytzMatch through memory at each pass.
+ */
+void
+eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits)
+{
+	RadixPass	top;
+	RadixPass	local[MAX_LOCAL_PASSES];
+	uint64		vary = 0;
+	uint32		i;
+	int			nlocal;
+
+	for (i = 1; i < n; i++)
+		vary |= a[i] ^ a[0];
+	vary &= bits;
+	if (vary == 0)
+		return;
+	plan_top(&top, vary, n, false);
+	nlocal = add_passes(local, 0, vary & ((UINT64CONST(1) << top.shift) - 1),
+						false, LOCAL_BITS);
+	u64_buckets(a, n, tmp, &top, local, nlocal);
 }
 
 /*

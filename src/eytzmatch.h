@@ -37,6 +37,13 @@ extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
 extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
 
 /*
+ * Sort a[0..n) stably by the bits set in "bits" alone (tmp: scratch of n):
+ * for 8-byte records that carry a key in those bits and a payload in the
+ * others.
+ */
+extern void eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits);
+
+/*
  * Where an index-only join's lookup collects the values of its matches (the
  * CPU search, the GPU glue, the page walk): at each match's position in the
  * chunk as collected, which the match's "unused" keeps through the sort:
