@@ -100,7 +100,8 @@ k_point(Idx<KT> ix, Qs<KT> q, uint64_t *out, uint64_t npin, uint32_t full_levels
  * BLOCK + i).  Sinks with TILED true have tiles of TILE_THREADS threads
  * (a warp), claim them in order (first, next) and get a whole tile's
  * results at once (tile: every thread of the tile calls it with its Q
- * results), so they can scan across tiles (CsrSink).
+ * results and the warp's HeldTile; flush at the end), so they can scan
+ * across tiles (CsrSink).
  */
 
 /* A plain sink: store the result (out[j]) */
@@ -120,6 +121,15 @@ struct StoreSink
 	}
 };
 
+/* A warp tile's point results, kept until its look-back (CsrSink) */
+template <int Q>
+struct HeldTile
+{
+	static constexpr uint64_t NONE = ~(uint64_t) 0;
+	uint64_t	t;				/* the tile, NONE: none held */
+	uint64_t	r[Q];
+};
+
 /*
  * CSR results in one pass: each tile's point results (one match at most a
  * query, NO_MATCH for none) are compacted in query order where the tiles
@@ -130,15 +140,23 @@ struct StoreSink
  * tile can always go on (the precondition of a decoupled look-back).  A
  * tile's first output place comes from a decoupled look-back over the
  * tiles' match counts, kept in CUB's single-pass scan tile states
- * (ScanTileState); within the tile the places come from ballots.  Each
- * query's offset and its match are written at once, off[nq] (the total) by
- * the last tile.  Warps never wait for each other's barriers: while one
- * looks back, the SM's other warps walk.  Measured against (2^15 keys):
- * CUB's TilePrefixCallbackOp, which looks back for a whole block in its
- * first warp between two block barriers (0.83 ms: with one 1024-thread
- * block per SM the SM idles at every look-back), and warps claiming their
- * tiles with an atomic counter (1.40 ms: 2^18 atomics on one address).
- * Needs csr_sink_init.
+ * (ScanTileState); within the tile the places come from ballots.
+ *
+ * The look-back is one tile late: a warp publishes tile t's count, keeps
+ * t's results (HeldTile, in registers), walks and publishes its next tile,
+ * and only then looks back for t and writes t's offsets and matches
+ * (off[nq], the total, by the last tile; the last held tile at the end).
+ * By then t's predecessors have published their counts (and the warp's
+ * own tile before t its inclusive prefix), so the look-back reads instead
+ * of waiting on tiles still being walked.  Warps never wait for each other's
+ * barriers: while one looks back, the SM's other warps walk.  Measured
+ * against (2^15 keys, 2^25 points): looking back right after the walk of
+ * the tile (0.85 ms, 0.64 one tile late: the look-back waited on the
+ * partial tiles of the ~4200 in flight), CUB's TilePrefixCallbackOp,
+ * which looks back for a whole block in its first warp between two block
+ * barriers (0.83 ms: with one 1024-thread block per SM the SM idles at
+ * every look-back), and warps claiming their tiles with an atomic counter
+ * (1.40 ms: 2^18 atomics on one address).  Needs csr_sink_init.
  */
 struct CsrSink
 {
@@ -159,19 +177,51 @@ struct CsrSink
 		return t + (((uint64_t) gridDim.x * blockDim.x) >> 5);
 	}
 
+	/* Tile t's match count; place[u]: result u's place among them */
+	template <int Q>
+	__device__ __forceinline__ uint32_t places(uint64_t t, const uint64_t (&r)[Q], uint64_t nq,
+											   uint32_t (&place)[Q])
+	{
+		const uint32_t lane = threadIdx.x & 31;
+		const uint64_t j0 = t * (32 * Q) + lane;
+		uint32_t	sum = 0;
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			unsigned	m = __ballot_sync(FULL, j0 + (uint64_t) u * 32 < nq && r[u] != NO_MATCH);
+
+			place[u] = sum + __popc(m & ((1u << lane) - 1));
+			sum += __popc(m);
+		}
+		return sum;
+	}
+
+	/* Makes tile t's count visible to the tiles after it (tile 0's is its inclusive prefix) */
+	__device__ __forceinline__ void publish(uint64_t t, uint32_t sum)
+	{
+		if ((threadIdx.x & 31) == 0)
+		{
+			if (t == 0)
+				ts.SetInclusive(0, sum);
+			else
+				ts.SetPartial((int) t, sum);
+		}
+	}
+
 	/*
-	 * The sum of the tiles before t (agg: t's own count, published first).
-	 * Lane l looks at tile t - 1 - l, then 32 further back, until a tile
-	 * whose inclusive prefix is known (or the padding before tile 0).
+	 * The sum of the tiles before t (agg: t's own count, published).  Lane
+	 * l looks at tile t - 1 - l, then 32 further back, until a tile whose
+	 * inclusive prefix is known (or the padding before tile 0).
 	 */
-	__device__ __forceinline__ uint32_t look_back(int t, uint32_t agg)
+	__device__ __forceinline__ uint32_t look_back(uint64_t t, uint32_t agg)
 	{
 		const uint32_t lane = threadIdx.x & 31;
 		uint32_t	excl = 0;
 
-		if (lane == 0)
-			ts.SetPartial(t, agg);
-		for (int p = t - 1 - (int) lane;; p -= 32)
+		if (t == 0)
+			return 0;
+		for (int p = (int) t - 1 - (int) lane;; p -= 32)
 		{
 			TileState::StatusWord st;
 			uint32_t	v;
@@ -190,35 +240,20 @@ struct CsrSink
 			excl += __reduce_add_sync(FULL, v);
 		}
 		if (lane == 0)
-			ts.SetInclusive(t, excl + agg);
+			ts.SetInclusive((int) t, excl + agg);
 		return excl;
 	}
 
+	/* Tile t's offsets and matches, its count published */
 	template <int Q>
-	__device__ __forceinline__ void tile(uint64_t t, const uint64_t (&r)[Q], uint64_t nq)
+	__device__ __forceinline__ void write(uint64_t t, const uint64_t (&r)[Q], uint64_t nq)
 	{
 		const uint32_t lane = threadIdx.x & 31;
 		const uint64_t j0 = t * (32 * Q) + lane;
 		uint32_t	place[Q],
-					sum = 0,
-					base;
+					sum = places<Q>(t, r, nq, place),
+					base = look_back(t, sum);
 
-#pragma unroll
-		for (int u = 0; u < Q; u++)
-		{
-			unsigned	m = __ballot_sync(FULL, j0 + (uint64_t) u * 32 < nq && r[u] != NO_MATCH);
-
-			place[u] = sum + __popc(m & ((1u << lane) - 1));
-			sum += __popc(m);
-		}
-		if (t == 0)
-		{
-			if (lane == 0)
-				ts.SetInclusive(0, sum);
-			base = 0;
-		}
-		else
-			base = look_back((int) t, sum);
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
@@ -233,6 +268,29 @@ struct CsrSink
 		}
 		if (lane == 0 && (t + 1) * (32 * Q) >= nq)
 			off[nq] = base + sum;
+	}
+
+	/* Tile t's results: published now, written after the warp's next tile (held in h) */
+	template <int Q>
+	__device__ __forceinline__ void tile(uint64_t t, const uint64_t (&r)[Q], uint64_t nq, HeldTile<Q> &h)
+	{
+		uint32_t	place[Q];
+
+		publish(t, places<Q>(t, r, nq, place));
+		flush<Q>(h, nq);
+		h.t = t;
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+			h.r[u] = r[u];
+	}
+
+	/* Writes the held tile, if any */
+	template <int Q>
+	__device__ __forceinline__ void flush(HeldTile<Q> &h, uint64_t nq)
+	{
+		if (h.t != HeldTile<Q>::NONE)
+			write<Q>(h.t, h.r, nq);
+		h.t = HeldTile<Q>::NONE;
 	}
 
 	template <int BLOCK>
@@ -276,6 +334,7 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 	const uint32_t n = (uint32_t) ix.n;
 	constexpr int TT = Sink::TILE_THREADS ? Sink::TILE_THREADS : BLOCK;	/* threads of a tile */
 	const uint32_t tid = threadIdx.x % TT;
+	HeldTile<Q> held = {HeldTile<Q>::NONE};	/* a tiled sink's deferred tile */
 
 	/* padding slots hold the largest key: never < x, so partial nodes need no count */
 	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
@@ -320,7 +379,7 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 		for (int u = 0; u < Q; u++)
 			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
 		if constexpr (Sink::TILED)
-			sink.template tile<Q>(t, r, nq);
+			sink.template tile<Q>(t, r, nq, held);
 		else
 		{
 #pragma unroll
@@ -333,6 +392,8 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 			}
 		}
 	}
+	if constexpr (Sink::TILED)
+		sink.template flush<Q>(held, nq);
 	sink.template finish<BLOCK>();
 }
 
@@ -527,6 +588,8 @@ template <int BLOCK, int Q>
 __global__ void __launch_bounds__(BLOCK)
 k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
 {
+	HeldTile<Q> held = {HeldTile<Q>::NONE};
+
 	for (uint64_t t = first_tile(sink); t * (32 * Q) < nq; t = next_tile(sink, t))
 	{
 		uint64_t	r[Q];
@@ -538,8 +601,9 @@ k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
 
 			r[u] = j < nq ? first[j] : NO_MATCH;
 		}
-		sink.template tile<Q>(t, r, nq);
+		sink.template tile<Q>(t, r, nq, held);
 	}
+	sink.template flush<Q>(held, nq);
 }
 
 }								/* namespace eytzk */

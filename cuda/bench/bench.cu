@@ -10,7 +10,7 @@
  * Output: CSV lines "section,key_bits,log2n,variant,param,ms,per_unit_ns,bytes"
  * on stdout and in the file given by --csv, and a summary at the end.
  *
- *   eytz_bench [--csv FILE] [--quick] [sections...]
+ *   eytz_bench [--csv FILE] [--quick] [--api-sizes L1,L2,...] [sections...]
  *   sections: build lookup zipf sorted range dups u64 xfer (default: all), fast api (only when named)
  */
 #include <stdio.h>
@@ -1399,6 +1399,7 @@ int
 main(int argc, char **argv)
 {
 	std::vector<std::string> secs;
+	std::vector<int> api_sizes;
 	cudaDeviceProp prop;
 
 	for (int i = 1; i < argc; i++)
@@ -1407,6 +1408,12 @@ main(int argc, char **argv)
 			csv = fopen(argv[++i], "w");
 		else if (strcmp(argv[i], "--quick") == 0)
 			quick = true;
+		else if (strcmp(argv[i], "--api-sizes") == 0 && i + 1 < argc)
+		{
+			/* the api section's index sizes (log2), instead of its own */
+			for (char *tok = strtok(argv[++i], ","); tok; tok = strtok(NULL, ","))
+				api_sizes.push_back(atoi(tok));
+		}
 		else
 			secs.push_back(argv[i]);
 	}
@@ -1452,7 +1459,8 @@ main(int argc, char **argv)
 	if (!secs.empty() && on(secs, "fast"))
 		bench_fast<uint32_t>(quick ? std::vector<int>{15, 20, 24} : std::vector<int>{15, 21, 22, 23, 24, 26, 28});
 	if (!secs.empty() && on(secs, "api"))
-		bench_api(quick ? std::vector<int>{15, 20} : std::vector<int>{15, 21, 24, 28});
+		bench_api(!api_sizes.empty() ? api_sizes
+				  : quick ? std::vector<int>{15, 20} : std::vector<int>{15, 21, 24, 28});
 	if (on(secs, "dups"))
 		bench_dups<uint32_t>(quick ? 22 : 26);
 	if (on(secs, "u64"))

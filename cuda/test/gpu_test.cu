@@ -9,7 +9,8 @@
  * POINT-mode kernels and the sorted-array baseline.  GPU builds must be
  * byte-identical to the CPU build.  Outputs are poisoned before each run.
  * Prints "cuda-gpu: N passed, N failed"; without a GPU it says it skipped and
- * exits 0.  --quick: small sizes only (for compute-sanitizer).
+ * exits 0.  --quick: small sizes only (for compute-sanitizer); --csr: only the
+ * CSR lookups of many tiles (test_csr_large).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1350,6 +1351,7 @@ main(int argc, char **argv)
 	char		err[256];
 	bool		tiny = argc > 1 && strcmp(argv[1], "--tiny") == 0;
 	bool		quick = tiny || (argc > 1 && strcmp(argv[1], "--quick") == 0);
+	bool		csr_only = argc > 1 && strcmp(argv[1], "--csr") == 0;
 
 	tiny_run = tiny;
 	int			rc;
@@ -1367,6 +1369,12 @@ main(int argc, char **argv)
 		rng_state = strtoull(getenv("EYTZ_SEED"), NULL, 0);
 	printf("device: %s, %d SMs, L2 %llu MB; seed %llu%s\n", info.name, info.sm_count,
 		   (unsigned long long) (info.l2_bytes >> 20), (unsigned long long) rng_state, quick ? " (quick)" : "");
+	if (csr_only)
+	{
+		test_csr_large();
+		printf("cuda-gpu: %d passed, %d failed\n", passed, failed);
+		return failed ? 1 : 0;
+	}
 	test_errors();
 	test_fused_sizes<uint32_t>(4, 9, quick);
 	if (!tiny)
