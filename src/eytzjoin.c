@@ -423,19 +423,6 @@ expected_keys_node(double rows)
 }
 
 /*
- * The share of a partial path's rows that one process handles: the workers
- * and what the leader adds, as costsize.c divides a parallel join's rows
- * (the leader does less the more workers it serves).
- */
-double
-eytz_parallel_divisor(int workers)
-{
-	double		leader = 1.0 - 0.3 * workers;
-
-	return workers + (parallel_leader_participation && leader > 0 ? leader : 0);
-}
-
-/*
  * The outer side of the parallel join: the outer rel's cheapest partial
  * path, or where that is a parallel seq scan of a table, one with more
  * workers if the join's heap fetches call for them.  Most of the join's

@@ -11,6 +11,7 @@
 #include "eytzgpu.h"
 
 #include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
 
 /*
  * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size
@@ -58,10 +59,19 @@ enum EytzScanExprIndex
 extern void eytz_join_init(void);
 
 /*
- * The processes a partial path's rows are divided among, as the planner
- * divides them: the workers and what the leader adds (eytzjoin.c)
+ * The processes a partial path's rows are divided among, as costsize.c
+ * divides a parallel join's rows: the workers and what the leader adds (it
+ * does less the more workers it serves).  Inline: the planner (eytzjoin.c)
+ * and the executor (eytzjoinexec.c) both use it, and the executor's file
+ * calls nothing of the planner's.
  */
-extern double eytz_parallel_divisor(int workers);
+static inline double
+eytz_parallel_divisor(int workers)
+{
+	double		leader = 1.0 - 0.3 * workers;
+
+	return workers + (parallel_leader_participation && leader > 0 ? leader : 0);
+}
 
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);
