@@ -232,6 +232,8 @@ typedef struct EytzJoinState
 	bool		plain_key;		/* one clause, an equality on an outer
 								 * column of the index's key type */
 	bool		key_exprs;		/* a key clause evaluates an expression */
+	AttrNumber	key_natts;		/* the highest outer column a key clause
+								 * reads as it is (0: none) */
 
 	/* opened at the first batch */
 	Relation	index;
@@ -503,6 +505,7 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	{
 		st->point_keys &= st->strategies[i] == BTEqualStrategyNumber;
 		st->key_exprs |= st->key_attnos[i] == 0;
+		st->key_natts = Max(st->key_natts, st->key_attnos[i]);
 	}
 
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
@@ -731,8 +734,12 @@ fill_batch(EytzJoinState *st)
 			st->outer_done = true;
 			break;
 		}
-		/* nothing of the row is kept: its query stands for it */
-		slot_getallattrs(slot);
+		/*
+		 * nothing of the row is kept: its query stands for it, and only the
+		 * key columns are deformed (expressions deform what they read)
+		 */
+		if (st->key_natts > 0)
+			slot_getsomeattrs(slot, st->key_natts);
 		econtext->ecxt_scantuple = slot;
 		if (row_range(st, econtext, &st->qlo[st->nq], &st->qhi[st->nq]))
 		{
