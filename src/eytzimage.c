@@ -539,16 +539,33 @@ stage_slot(const EytzImage *image, uint64 slot, uint64 key, EytzStage *stage,
  * Replace the layout positions in m[from..n) by their TIDs, dropping
  * tombstones; returns the new n.  With a stage (whose keys hold each
  * match's key at its position so far), each match's values go there at its
- * new position, which "unused" keeps.
+ * new position, which "unused" keeps.  With slots (an image without
+ * tombstones), the positions stay, tagged EYTZ_MATCH_SLOT, and only the
+ * values are staged: the TID array is not read.
  */
 static uint32
 resolve_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n,
-			 EytzStage *stage)
+			 EytzStage *stage, bool slots)
 {
 	const uint64 *tids = image->img.tids;
 	uint32		i,
 				out = from;
 
+	if (slots)
+	{
+		Assert(stage && image->img.meta.ndead == 0);
+		for (i = from; i < n; i++)
+		{
+			if (i + EYTZ_RESOLVE_AHEAD < n && stage->ncols > 0)
+				__builtin_prefetch(image->values[stage->cols[0]] +
+								   m[i + EYTZ_RESOLVE_AHEAD].tid *
+								   image->inc.width[stage->cols[0]]);
+			stage_slot(image, m[i].tid, stage->keys[i], stage, i);
+			m[i].tid |= EYTZ_MATCH_SLOT;
+			m[i].unused = i;
+		}
+		return n;
+	}
 	for (i = from; i < n; i++)
 	{
 		uint64		t;
@@ -782,7 +799,7 @@ uint32
 eytz_image_search(Relation index, const EytzImage *image,
 				  const EytzMatch *order, const uint64 *packed,
 				  uint64 base, uint32 start, uint32 nq, const uint64 *hi, uint32 max,
-				  EytzMatch *out, uint32 *nout, EytzStage *stage)
+				  EytzMatch *out, uint32 *nout, EytzStage *stage, bool slots)
 {
 	const EytzLayoutImage *img = &image->img;
 	uint64		level_end[EYTZ_MAX_LEVELS];
@@ -813,6 +830,7 @@ eytz_image_search(Relation index, const EytzImage *image,
 	done = search(index, img, level_end, packed ? NULL : order + start,
 				  packed ? packed + start : NULL, base, hi, nq - start, max,
 				  out, mkeys, nout);
-	*nout = resolve_tids(image, out, first, *nout, stage);
+	*nout = resolve_tids(image, out, first, *nout, stage,
+						 slots && img->meta.ndead == 0);
 	return done;
 }

@@ -126,6 +126,9 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
  * packed (else NULL) stands for order where every query is a point within
  * 2^32 of base: (key - base << 32 | batch row), ascending.
  * Live matches (packed TID, batch row) are appended to out from *nout on.
+ * With slots and a stage, an image without tombstones leaves each match's
+ * tid its layout slot tagged EYTZ_MATCH_SLOT (eytz_image_slot_tid() gives
+ * the TID): the caller needs no TID for it.
  * Returns the number of queries answered (0 when query order[start] alone
  * does not fit).  Not sorted by TID.  Keys out of order on a search path
  * raise XX002 naming index.
@@ -134,6 +137,13 @@ extern uint32 eytz_image_search(Relation index, const EytzImage *image,
 								const EytzMatch *order, const uint64 *packed,
 								uint64 base, uint32 start, uint32 nq, const uint64 *hi,
 								uint32 max, EytzMatch *out, uint32 *nout,
-								EytzStage *stage);
+								EytzStage *stage, bool slots);
+
+/* The packed TID of a match eytz_image_search left as a tagged slot */
+static inline uint64
+eytz_image_slot_tid(const EytzImage *image, uint64 tagged)
+{
+	return image->img.tids[tagged & ~EYTZ_MATCH_SLOT];
+}
 
 #endif							/* EYTZIMAGE_H */

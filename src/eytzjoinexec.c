@@ -836,6 +836,23 @@ block_all_visible(EytzJoinState *st, BlockNumber blk)
 	return VM_ALL_VISIBLE(st->heap, blk, vmbuf);
 }
 
+/*
+ * Is every page of the heap all-visible now?  Then a match the index
+ * answers needs no look at the map, nor its TID (eytz_lookup_heap_all_visible):
+ * a fully vacuumed table's index-only join reads no TID.  Two reads of
+ * the map per thousands of heap pages, before each chunk.
+ */
+static bool
+heap_all_visible(EytzJoinState *st)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(st->heap);
+	BlockNumber all_visible;
+	BlockNumber all_frozen;
+
+	visibilitymap_count(st->heap, &all_visible, &all_frozen);
+	return all_visible >= nblocks;
+}
+
 /* vm_seen: not looked up yet in this chunk, not all-visible, all-visible */
 #define VM_UNSEEN 0
 #define VM_NOT_ALL_VISIBLE 1
@@ -873,6 +890,13 @@ classify_chunk(EytzJoinState *st)
 			st->from_index[i] = false;
 			continue;
 		}
+		/* left a slot: its page, as every page, was all-visible */
+		if (st->chunk[i].tid & EYTZ_MATCH_SLOT)
+		{
+			st->from_index[i] = true;
+			any = true;
+			continue;
+		}
 		if (eytz_tid_block(st->chunk[i].tid) != blk)
 		{
 			blk = eytz_tid_block(st->chunk[i].tid);
@@ -890,7 +914,11 @@ classify_chunk(EytzJoinState *st)
 		any |= all_visible;
 	}
 	if (any && !eytz_lookup_chunk_current(st->lookup))
+	{
+		/* the heap answers for every match, by TID */
+		eytz_lookup_resolve_chunk(st->lookup);
 		memset(st->from_index, 0, sizeof(bool) * st->nchunk);
+	}
 }
 
 /*
@@ -1155,6 +1183,11 @@ next_chunk(EytzJoinState *st)
 	if (st->batch_done)
 		return false;
 	CHECK_FOR_INTERRUPTS();
+	if (st->index_only && !st->serializable)
+	{
+		stage_enter(st, STAGE_FETCH);
+		eytz_lookup_heap_all_visible(st->lookup, heap_all_visible(st));
+	}
 	stage_enter(st, STAGE_LOOKUP);
 	st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
 	st->next_chunk = (uint32) Min((uint64) st->next_chunk * EYTZ_GROWTH, (uint64) st->chunk_cap);

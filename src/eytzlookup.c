@@ -55,7 +55,10 @@
  * generation and tombstone count of the least current copy that gave them
  * (eytz_lookup_chunk_current, asked after the executor's visibility map
  * checks), and views for index-only joins take copies with every tombstone
- * the metapage counts (eytz_image_acquire_current, a new upload).
+ * the metapage counts (eytz_image_acquire_current, a new upload).  Where
+ * the caller has seen the whole heap all-visible, the image's matches need
+ * no TID (eytz_lookup_heap_all_visible): they stay layout slots, unless the
+ * chunk turns out not current, and the TID array is not read.
  */
 #include "postgres.h"
 
@@ -143,6 +146,8 @@ struct EytzLookup
 	EytzChunkColumns cols;		/* the stage, as the caller reads it */
 	uint64		chunk_generation;	/* what the chunk's view had read */
 	uint64		chunk_ndead;
+	bool		heap_all_visible;	/* eytz_lookup_heap_all_visible */
+	uint32		nout;			/* the chunk's matches */
 
 	EytzLookupStats stats;
 };
@@ -746,7 +751,8 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 											 lk->packed, lk->lo_min, lk->next,
 											 lk->norder, lk->points ? NULL : lk->hi,
 											 max, lk->out, n,
-											 lk->want ? &lk->stage : NULL);
+											 lk->want ? &lk->stage : NULL,
+											 lk->heap_all_visible && lk->npending == 0);
 
 		lk->next += done;
 		*n = drop_pending_twins(lk, lk->out, before, *n);
@@ -881,6 +887,7 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	if (lk->kind != EYTZ_VIEW_GPU)
 		lk->stats.search_ms += INSTR_TIME_GET_MILLISEC(t1);
 	lk->stats.matches += n;
+	lk->nout = n;
 	*matches = lk->out;
 	return n;
 }
@@ -928,6 +935,23 @@ eytz_lookup_columns(const EytzLookup *lk)
 		cols->isnull[j] = lk->stage.isnull[j];
 	}
 	return cols;
+}
+
+void
+eytz_lookup_heap_all_visible(EytzLookup *lk, bool all_visible)
+{
+	Assert(lk->want);
+	lk->heap_all_visible = all_visible;
+}
+
+void
+eytz_lookup_resolve_chunk(EytzLookup *lk)
+{
+	uint32		i;
+
+	for (i = 0; i < lk->nout; i++)
+		if (lk->out[i].tid & EYTZ_MATCH_SLOT)
+			lk->out[i].tid = eytz_image_slot_tid(lk->image, lk->out[i].tid);
 }
 
 bool

@@ -119,6 +119,22 @@ extern const EytzChunkColumns *eytz_lookup_columns(const EytzLookup *lk);
 extern bool eytz_lookup_chunk_current(EytzLookup *lk);
 
 /*
+ * The caller saw every page of the heap all-visible in the visibility map
+ * (after its snapshot was taken): the chunks eytz_lookup_next returns from
+ * now on may leave the matches with values unresolved, their tid the layout
+ * slot tagged EYTZ_MATCH_SLOT (the CPU image without tombstones and no
+ * pending entries: no TID is needed to drop a removed entry or a pending
+ * twin), which saves a read of the TID array per match.  Valid only with
+ * eytz_lookup_chunk_current(): a chunk that is not current must be
+ * resolved (eytz_lookup_resolve_chunk) and read from the heap.  false
+ * takes it back.
+ */
+extern void eytz_lookup_heap_all_visible(EytzLookup *lk, bool all_visible);
+
+/* Put the TIDs of the current chunk's unresolved matches in place of their slots */
+extern void eytz_lookup_resolve_chunk(EytzLookup *lk);
+
+/*
  * Unpin the view and free the batch buffers; lk is not used afterwards.  A
  * query that fails unpins through cxt's reset callback instead.
  */

@@ -21,6 +21,13 @@ typedef struct EytzMatch
 } EytzMatch;
 
 /*
+ * An index-only match whose heap page the caller knows all-visible may be
+ * left unresolved: its tid is then its layout slot with this bit set (a
+ * packed TID has 48 bits)
+ */
+#define EYTZ_MATCH_SLOT (UINT64CONST(1) << 63)
+
+/*
  * Sort m[0..n) by (tid, row) and drop repeated (tid, row) pairs; returns the
  * new count.  tmp is scratch of n entries (the radix sort's other buffer).
  * rows_in_order: matches of equal tid already come in row order (a stable

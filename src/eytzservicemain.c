@@ -617,7 +617,7 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	}
 	s->nq_done = eytz_image_search(&rel, &copies[r].image, cpu_order, NULL, 0,
 								   0, s->nq, hi, s->max, out, &n,
-								   s->want ? &stage : NULL);
+								   s->want ? &stage : NULL, false);
 	s->staged = s->want;
 	s->nout = eytz_match_sort(out, n, cpu_scratch, rows_in_order);
 	s->kernel_ms = 0;
