@@ -1,13 +1,15 @@
 # t/030_join_include_concurrent.pl: the index-only EytzGPU Join over a
 # covering eytzgpu index (INCLUDE) while its table changes.
 #
-# 1. A backend's cached CPU image that a VACUUM has since tombstoned entries
+# 1. A VACUUM in the middle of a scan whose matches came without TIDs (every
+#    heap page all-visible): the chunks after it must be read from the heap.
+# 2. A backend's cached CPU image that a VACUUM has since tombstoned entries
 #    of (no merge: the generation stays) must not answer for the removed
 #    rows, whose heap pages VACUUM then marks all-visible: a session inside a
 #    transaction (so it has not processed the relcache invalidation yet)
 #    runs the join again after DELETE + VACUUM and must get the table's
 #    answer.
-# 2. pgbench: writers update the included columns (new heap versions,
+# 3. pgbench: writers update the included columns (new heap versions,
 #    pending entries, merges) and VACUUM now and then, while readers compare
 #    the join with PostgreSQL's sequential-scan answer in one REPEATABLE
 #    READ snapshot.  Afterwards, VACUUM leaves no match that reads the heap.
@@ -45,7 +47,36 @@ my $join = 'SELECT count(*), sum(i.v), count(i.f), sum(i.f) FROM jo o JOIN ji i 
 like($node->safe_psql('postgres', "$settings EXPLAIN (COSTS OFF) $join"),
 	qr/Index Only: true/, 'the join is index-only');
 
-# ---- 1. a cached image that VACUUM tombstoned since
+# ---- 1. a VACUUM between two chunks of one scan.  With every heap page
+# all-visible the image's matches come as layout slots, without TIDs; once
+# a VACUUM has removed entries the next chunk is not current, and its
+# matches must be resolved to TIDs and read from the heap.
+my $rows = 'SELECT o.x, i.v FROM jo o JOIN ji i ON i.k = o.k';
+$node->safe_psql('postgres', 'DELETE FROM ji WHERE w % 700 = 1');
+my $cursor = $node->background_psql('postgres');
+$cursor->query_safe($settings);
+like($cursor->query_safe("EXPLAIN (COSTS OFF) DECLARE c CURSOR FOR $rows"),
+	qr/EytzGPU Join.*Index Only: true/s, 'the cursor is an index-only join');
+$cursor->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$cursor->query_safe("DECLARE c CURSOR FOR $rows");
+# the first of the first batch's chunks (1024 matches)
+my @got = split /\n/, $cursor->query_safe('FETCH 200 FROM c');
+is( $node->safe_psql('postgres',
+		"SELECT dead FROM eytzgpu_info('ji_k')"),
+	'0', 'no tombstones yet');
+$node->safe_psql('postgres', 'VACUUM ji');
+is( $node->safe_psql('postgres',
+		"SELECT dead > 0 FROM eytzgpu_info('ji_k')"),
+	't', 'VACUUM removed entries in the middle of the scan');
+push @got, split /\n/, $cursor->query_safe('FETCH ALL FROM c');
+my @expected = split /\n/, $cursor->query_safe(
+	"SET LOCAL eytzgpu.enable_join = off; SET LOCAL enable_hashjoin = on; $rows");
+is(join(',', sort @got), join(',', sort @expected),
+	'the rows of the chunks after the VACUUM agree with the table');
+$cursor->query_safe('COMMIT');
+$cursor->quit;
+
+# ---- 2. a cached image that VACUUM tombstoned since
 my $reader = $node->background_psql('postgres');
 $reader->query_safe($settings);
 $reader->query_safe('BEGIN');
@@ -64,7 +95,7 @@ is($after, $reference, 'the join after VACUUM agrees with the table');
 $reader->query_safe('COMMIT');
 $reader->quit;
 
-# ---- 2. concurrent writers, VACUUM and readers
+# ---- 3. concurrent writers, VACUUM and readers
 $node->pgbench(
 	'--no-vacuum --client=4 --jobs=2 --transactions=60',
 	0,
