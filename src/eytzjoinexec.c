@@ -866,7 +866,9 @@ heap_all_visible(EytzJoinState *st)
  * since it was read (asked after the map, see eytz_lookup_chunk_current).
  * A chunk with at least a quarter as many matches as the table has blocks
  * looks each block up once (vm_seen); smaller ones ask the map each time
- * the block changes.
+ * the block changes.  Where the whole heap was all-visible before the
+ * chunk was read (heap_all_visible), the image's matches came as slots
+ * without their TIDs and need no look at all.
  */
 static void
 classify_chunk(EytzJoinState *st)
