@@ -619,10 +619,9 @@ typedef struct LevelStep
  * before (see LevelStep): with sorted batches most queries compare keys at
  * the last few levels only, and each level is read from left to
  * right, so the slots ahead of a new node are prefetched for the next
- * queries.  A whole node's keys must ascend within the bounds its path sets
- * (as the index scan checks); each node is checked when a search first
- * reaches it: a damaged key would send the search into the wrong subtree and
- * lose rows, so it raises XX002 instead.
+ * queries.  No node is checked here: every node of the image ascended
+ * within the bounds its path sets when the image was loaded
+ * (eytz_region_load; a worker's image is its leader's).
  */
 #define DEFINE_SORTED_SEARCH(NAME, KT, FANOUT) \
 /* The matches of row at one level from slot pos on; false when out is full */ \
@@ -644,7 +643,7 @@ NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
 } \
 \
 static uint32 \
-NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
+NAME(const EytzLayoutImage *img, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *packed, uint64 base, \
 	 const uint64 *qhi, uint32 nq, uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n) \
 { \
@@ -717,22 +716,15 @@ NAME(Relation index, const EytzLayoutImage *img, const uint64 *level_end, \
 				 * a coin toss: a branch on it mispredicts every other level) \
 				 */ \
 				const KT   *nk = &keys[s]; \
-				bool		bad = nk[0] < lb || nk[k - 2] > ub; \
 				uint32		c; \
 				uint64		below, \
 							above, \
 							mask; \
 \
-				/* two loops without a branch, unrolled where k is fixed */ \
+				/* without a branch, unrolled where k is fixed */ \
 				_Pragma("GCC unroll 16") \
 				for (c = 0; c < k - 1; c++) \
 					j += nk[c] < lo; \
-				_Pragma("GCC unroll 16") \
-				for (c = 1; c < k - 1; c++) \
-					bad |= nk[c] < nk[c - 1]; \
-				if (unlikely(bad)) \
-					EYTZ_CORRUPT(index, img->meta.keys_start + s / img->meta.keys_per_page, \
-								 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.", s); \
 				below = nk[j - (j > 0)]; \
 				above = nk[j - (j == k - 1)]; \
 				/* selects by masks: a compiler turns "j > 0 ? x : y" into a branch */ \
@@ -781,7 +773,7 @@ full: \
 	return q; \
 }
 
-typedef uint32 (*SortedSearch) (Relation index, const EytzLayoutImage *img,
+typedef uint32 (*SortedSearch) (const EytzLayoutImage *img,
 								const uint64 *level_end, const EytzMatch *order,
 								const uint64 *packed, uint64 base,
 								const uint64 *qhi,
@@ -796,7 +788,7 @@ DEFINE_SORTED_SEARCH(sorted_search_4_eks9, uint32, EYTZ_DEFAULT_FANOUT)
 DEFINE_SORTED_SEARCH(sorted_search_8_eks9, uint64, EYTZ_DEFAULT_FANOUT)
 
 uint32
-eytz_image_search(Relation index, const EytzImage *image,
+eytz_image_search(const EytzImage *image,
 				  const EytzMatch *order, const uint64 *packed,
 				  uint64 base, uint32 start, uint32 nq, const uint64 *hi, uint32 max,
 				  EytzMatch *out, uint32 *nout, EytzStage *stage, bool slots)
@@ -827,7 +819,7 @@ eytz_image_search(Relation index, const EytzImage *image,
 		search = img->meta.fanout == 2 ? sorted_search_8_ebs :
 			img->meta.fanout == EYTZ_DEFAULT_FANOUT ? sorted_search_8_eks9 :
 			sorted_search_8;
-	done = search(index, img, level_end, packed ? NULL : order + start,
+	done = search(img, level_end, packed ? NULL : order + start,
 				  packed ? packed + start : NULL, base, hi, nq - start, max,
 				  out, mkeys, nout);
 	*nout = resolve_tids(image, out, first, *nout, stage,

@@ -130,10 +130,10 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
  * tid its layout slot tagged EYTZ_MATCH_SLOT (eytz_image_slot_tid() gives
  * the TID): the caller needs no TID for it.
  * Returns the number of queries answered (0 when query order[start] alone
- * does not fit).  Not sorted by TID.  Keys out of order on a search path
- * raise XX002 naming index.
+ * does not fit).  Not sorted by TID.  (Keys out of order on a search path
+ * raised XX002 when the image was loaded.)
  */
-extern uint32 eytz_image_search(Relation index, const EytzImage *image,
+extern uint32 eytz_image_search(const EytzImage *image,
 								const EytzMatch *order, const uint64 *packed,
 								uint64 base, uint32 start, uint32 nq, const uint64 *hi,
 								uint32 max, EytzMatch *out, uint32 *nout,

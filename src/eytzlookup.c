@@ -747,7 +747,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 	}
 	if (lk->kind == EYTZ_VIEW_IMAGE)
 	{
-		uint32		done = eytz_image_search(lk->index, lk->image, lk->order,
+		uint32		done = eytz_image_search(lk->image, lk->order,
 											 lk->packed, lk->lo_min, lk->next,
 											 lk->norder, lk->points ? NULL : lk->hi,
 											 max, lk->out, n,

@@ -437,9 +437,81 @@ eytz_region_release(EytzRegionReader *r)
 }
 
 /*
+ * Check that loaded keys are a search tree: every node's keys ascend within
+ * the bounds its parent's keys set for it (a damaged key would send a
+ * search into the wrong subtree and lose rows: XX002 instead).  The batched
+ * searches of a loaded layout then check no node (measured a sixth of their
+ * time).  Level by level, from the bounds of the nodes of the level above
+ * (node c of a level is child c % k of node c / k above, which is whole:
+ * only the bottom level is partial).
+ */
+#define DEFINE_CHECK_ORDER(NAME, KT) \
+static void \
+NAME(Relation index, const EytzMetaPageData *meta, const void *keyarray) \
+{ \
+	const KT   *keys = (const KT *) keyarray; \
+	uint32		k = meta->fanout; \
+	uint64		n = meta->nentries; \
+	uint64	   *plb = NULL; \
+	uint64	   *pub = NULL; \
+	uint64		pstart = 0; \
+	uint64		start = 0; \
+	uint32		l; \
+\
+	for (l = 0; l < meta->levels; l++) \
+	{ \
+		uint64		end = eytz_level_end(l, k, n); \
+		uint64		nnodes = (end - start + k - 2) / (k - 1); \
+		uint64	   *lb = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * nnodes); \
+		uint64	   *ub = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * nnodes); \
+		uint64		c; \
+\
+		for (c = 0; c < nnodes; c++) \
+		{ \
+			const KT   *nk = &keys[start + c * (k - 1)]; \
+			uint32		nkeys = (uint32) Min(k - 1, end - start - c * (k - 1)); \
+			uint32		j = c % k; \
+			const KT   *pk = &keys[pstart + c / k * (k - 1)]; \
+			uint64		lo = l == 0 ? 0 : j > 0 ? pk[j - 1] : plb[c / k]; \
+			uint64		hi = l == 0 ? PG_UINT64_MAX : j < k - 1 ? pk[j] : pub[c / k]; \
+			bool		bad = nk[0] < lo || nk[nkeys - 1] > hi; \
+			uint32		i; \
+\
+			for (i = 1; i < nkeys; i++) \
+				bad |= nk[i] < nk[i - 1]; \
+			if (unlikely(bad)) \
+				EYTZ_CORRUPT(index, meta->keys_start + (start + c * (k - 1)) / meta->keys_per_page, \
+							 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.", \
+							 start + c * (k - 1)); \
+			lb[c] = lo; \
+			ub[c] = hi; \
+		} \
+		CHECK_FOR_INTERRUPTS(); \
+		if (plb) \
+		{ \
+			pfree(plb); \
+			pfree(pub); \
+		} \
+		plb = lb; \
+		pub = ub; \
+		pstart = start; \
+		start = end; \
+	} \
+	if (plb) \
+	{ \
+		pfree(plb); \
+		pfree(pub); \
+	} \
+}
+
+DEFINE_CHECK_ORDER(check_order_4, uint32)
+DEFINE_CHECK_ORDER(check_order_8, uint64)
+
+/*
  * The whole region in slot order, checked: keys (nentries keys of
- * meta->key_width bytes) and TIDs (packed with eytz_tid_pack(); tombstones
- * have an invalid block).  Either array may be NULL.
+ * meta->key_width bytes, in search tree order) and TIDs (packed with
+ * eytz_tid_pack(); tombstones have an invalid block).  Either array may be
+ * NULL.
  */
 void
 eytz_region_load(Relation index, const EytzMetaPageData *meta,
@@ -479,6 +551,11 @@ eytz_region_load(Relation index, const EytzMetaPageData *meta,
 	}
 	if (BufferIsValid(buf))
 		UnlockReleaseBuffer(buf);
+	/* with no buffer locked */
+	if (keys && meta->key_width == 4)
+		check_order_4(index, meta, keys);
+	else if (keys)
+		check_order_8(index, meta, keys);
 }
 
 /*

@@ -565,8 +565,6 @@ static bool
 cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		   const uint32 *rows, bool rows_in_order, EytzMatch *out)
 {
-	FormData_pg_class cls;
-	RelationData rel;
 	EytzStage	stage;
 	uint32		n = 0;
 	uint32		i;
@@ -596,11 +594,6 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		cpu_order[i].row = i;
 		cpu_order[i].unused = rows[i];
 	}
-	/* only the name of the relation is read: by the XX002 of a damaged node */
-	memset(&cls, 0, sizeof(cls));
-	memset(&rel, 0, sizeof(rel));
-	namestrcpy(&cls.relname, NameStr(eytz_svc->resident[r].name));
-	rel.rd_rel = &cls;
 	/* the values go to the window at the matches' positions as found */
 	if (s->want)
 	{
@@ -615,7 +608,7 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 			stage.isnull[j] = eytz_svc_isnull((char *) out, s->max, s->ncols, j);
 		}
 	}
-	s->nq_done = eytz_image_search(&rel, &copies[r].image, cpu_order, NULL, 0,
+	s->nq_done = eytz_image_search(&copies[r].image, cpu_order, NULL, 0,
 								   0, s->nq, hi, s->max, out, &n,
 								   s->want ? &stage : NULL, false);
 	s->staged = s->want;
