@@ -391,6 +391,8 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	INSTR_TIME_SET_CURRENT(t0);
 	if (lk->pinned)
 		view_unpin(lk);
+	/* the caller's look at the map came before this view: it must look again */
+	lk->heap_all_visible = false;
 	eytz_read_meta(lk->index, &lk->meta);
 	eytz_cursor_begin(&lk->walk.cursor, lk->index, &lk->meta);
 	lk->kind = want;

@@ -121,7 +121,8 @@ extern bool eytz_lookup_chunk_current(EytzLookup *lk);
 /*
  * The caller saw every page of the heap all-visible in the visibility map
  * (after its snapshot was taken): the chunks eytz_lookup_next returns from
- * now on may leave the matches with values unresolved, their tid the layout
+ * now on (until the lookup pins another view: eytz_lookup_submit may) may
+ * leave the matches with values unresolved, their tid the layout
  * slot tagged EYTZ_MATCH_SLOT (the CPU image without tombstones and no
  * pending entries: no TID is needed to drop a removed entry or a pending
  * twin), which saves a read of the TID array per match.  Valid only with
