@@ -627,11 +627,6 @@ eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 {
 	EytzGpuJob	job;
 
-	*nout = 0;
-	*nq_done = 0;
-	*kernel_ms = 0;
-	*transfer_ms = 0;
-	*staged = false;
 	if (!eytz_device_lookup_start(e, &job, lo, hi, rows, nq, first, max, out,
 								  stage, stage_from, why))
 		return false;
