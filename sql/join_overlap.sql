@@ -34,7 +34,8 @@ ANALYZE jo_small;
 
 SET eytzgpu.lookup_overlap = always;
 SET work_mem = '16MB';
--- batches of 1,000 rows: six of them, each looked up while the next is read
+-- batches of 1,000 rows: six of them, each but the first looked up while
+-- the next is read
 SET eytzgpu.batch_size = 1000;
 
 -- jo_overlap(q): EXPLAIN ANALYZE's Lookup Overlap of the join (0 if absent)
@@ -72,6 +73,9 @@ SELECT join_check('SELECT o.x, i.v FROM jo_outer o LEFT JOIN jo_inner i ON i.k =
 SET work_mem = '16MB';
 SET eytzgpu.batch_size = 1000;
 
+-- the scan's first batch is not pipelined: a LIMIT it satisfies reads no
+-- outer row beyond it
+SELECT join_plan('SELECT o.x, i.v FROM jo_outer o JOIN jo_inner i ON i.k = o.k LIMIT 5', true, 'Device|Chunks|Matches|Heap Fetches|Heap Blocks');
 -- a batch's first chunk started and never read: LIMIT stops the join, a
 -- rescan (per outer value of a lateral query) starts it over
 SELECT count(*) FROM (SELECT o.x, i.v FROM jo_outer o JOIN jo_inner i ON i.k = o.k LIMIT 1500) s;

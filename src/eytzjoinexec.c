@@ -312,6 +312,7 @@ typedef struct EytzJoinState
 	 * buffer while the device looks up the current one
 	 */
 	bool		overlap;		/* allowed: work_mem holds two full batches */
+	uint32		scan_reads;		/* batches read since the scan (re)started */
 	bool		ahead_ready;	/* the other buffer holds the next batch */
 	JoinBatch	other;
 
@@ -861,11 +862,15 @@ read_batch(EytzJoinState *st, Size limit)
 	if (st->nrows > 0)
 		st->nbatches++;
 	st->used = used;
+	st->scan_reads++;
 }
 
 /*
  * Submit the current batch's key ranges.  true when the lookup works on its
- * first chunk while the caller reads the next batch (the pipeline).
+ * first chunk while the caller reads the next batch (the pipeline): not for
+ * the scan's first batch, which is small so that a LIMIT above reads few
+ * outer rows (reading the next, 16 times larger, batch ahead would undo
+ * that; its lookup is too short to hide anything anyway).
  */
 static bool
 start_batch(EytzJoinState *st)
@@ -883,7 +888,7 @@ start_batch(EytzJoinState *st)
 	stage_enter(st, STAGE_LOOKUP);
 	eytz_lookup_submit(st->lookup, st->qlo, st->qhi, st->qrow, st->nq);
 	pgstat_count_index_scan(st->index);
-	return st->overlap &&
+	return st->overlap && st->scan_reads > 1 &&
 		eytz_lookup_start(st->lookup, st->next_chunk,
 						  eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
 }
@@ -1546,6 +1551,7 @@ eytz_join_rescan(CustomScanState *node)
 	if (st->ahead_ready)
 		MemoryContextReset(st->other.cxt);
 	st->ahead_ready = false;
+	st->scan_reads = 0;
 	st->nrows = 0;
 	st->nchunk = 0;
 	st->pos = 0;
