@@ -7,7 +7,9 @@
 # N inner and M outer rows) the join with the pipeline on and off,
 # alternating in one backend, ROUNDS rounds (medians), each mode's EXPLAIN
 # ANALYZE (TIMING OFF), and LEFT, SEMI, ANTI and LIMIT joins against
-# PostgreSQL's own plans.  Logs go to $OUT.
+# PostgreSQL's own plans.  Logs go to $OUT.  REGRESS="test ..." runs those
+# tests only; CHECK=0 skips the joins against PostgreSQL's plans, AB_SERVICE=0
+# the service's A/B.
 #
 #   bench/overlap_gpu.sh [N [M [ROUNDS]]]    (default 20000000 2000000 7)
 set -uo pipefail
@@ -33,8 +35,8 @@ pg_restart() {
 
 regress() {
 	PGOPTIONS="-c eytzgpu.device=gpu -c statement_timeout=150s" timeout 120 \
-		make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck TAP_TESTS= NO_CUDA=1 >"$OUT/regress_$1.log" 2>&1
-	echo "regress $1: $(grep -cE '^(ok|test) .* ok' "$OUT/regress_$1.log") ok, $(grep -cE 'FAILED|failed \(' "$OUT/regress_$1.log") failed"
+		make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck TAP_TESTS= NO_CUDA=1 ${REGRESS:+REGRESS="$REGRESS"} >"$OUT/regress_$1.log" 2>&1
+	echo "regress $1: $(grep -cE '^test .* ok' "$OUT/regress_$1.log") ok, $(grep -cE '^test .* FAILED' "$OUT/regress_$1.log") failed"
 	[ -f regression.diffs ] && cp regression.diffs "$OUT/regression_$1.diffs"
 }
 
@@ -58,9 +60,11 @@ ab() {
 			done
 		done
 		echo "\\timing off"
-		for mode in on off; do
-			echo "SET eytzgpu.lookup_overlap = $mode;"
-			echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $QR;"
+		for _ in 1 2; do
+			for mode in on off; do
+				echo "SET eytzgpu.lookup_overlap = $mode;"
+				echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $QR;"
+			done
 		done
 	} | $PSQL >"$f" 2>&1
 	awk -v what="$1" '
@@ -79,6 +83,7 @@ ab() {
 # LEFT, SEMI, ANTI and LIMIT: the GPU join (pipelined) against enable_join off
 check() {
 	local q
+	[ "${CHECK:-1}" = 1 ] || return 0
 	for q in "SELECT count(*), count(i.v), sum(i.v) FROM outer_r o LEFT JOIN inner_r i ON i.k = o.k" \
 		"SELECT count(*) FROM outer_r o WHERE EXISTS (SELECT 1 FROM inner_r i WHERE i.k = o.k)" \
 		"SELECT count(*), sum(o.k::int8) FROM outer_r o WHERE NOT EXISTS (SELECT 1 FROM inner_r i WHERE i.k = o.k)" \
@@ -87,17 +92,25 @@ check() {
 	done
 }
 
+load() {
+	local start
+	start=$(date +%s)
+	$PSQL -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" -v N="$N" -v M="$M" -f bench/random_data.sql >/dev/null &&
+		$PSQL -c "VACUUM ANALYZE inner_r" -c "VACUUM ANALYZE outer_r" -c "SET eytzgpu.device = gpu" \
+			-c "CREATE INDEX inner_r_ez ON inner_r USING eytzgpu (k)" || exit 1
+	echo "data and index in $(($(date +%s) - start)) s" | tee -a "$OUT/summary.txt"
+}
+
 pg_start "$BASE $SVC" >"$OUT/server.txt" 2>&1 || { cat "$OUT/server.txt"; exit 1; }
 regress service
-start=$(date +%s)
-$PSQL -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" -v N="$N" -v M="$M" -f bench/random_data.sql >/dev/null &&
-	$PSQL -c "VACUUM ANALYZE inner_r" -c "VACUUM ANALYZE outer_r" -c "SET eytzgpu.device = gpu" \
-		-c "CREATE INDEX inner_r_ez ON inner_r USING eytzgpu (k)" || exit 1
-echo "data and index in $(($(date +%s) - start)) s" | tee -a "$OUT/summary.txt"
-ab service
-check service
+if [ "${AB_SERVICE:-1}" = 1 ]; then
+	load
+	ab service
+	check service
+fi
 pg_restart "$BASE"
 regress backend
+[ "${AB_SERVICE:-1}" = 1 ] || load
 ab backend
 check backend
 pg_stop >/dev/null 2>&1
