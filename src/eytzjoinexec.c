@@ -593,31 +593,46 @@ chunk_match_bytes(EytzJoinState *st)
  * growing the arrays with the batches), and a short scan touches only the
  * pages of its small first batches.
  */
+/* Bytes of one set of batch arrays: the rows, then the queries */
+static inline Size
+batch_rows_bytes(EytzJoinState *st)
+{
+	return MAXALIGN(st->row_stride * st->cap);
+}
+
+static inline Size
+batch_bytes(EytzJoinState *st)
+{
+	return batch_rows_bytes(st) +
+		MAXALIGN((2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
+}
+
+/* Carve a set of batch arrays out of p (batch_bytes long) into b */
+static void
+carve_batch(EytzJoinState *st, char *p, JoinBatch *b)
+{
+	b->rowmem = p;
+	b->qlo = (uint64 *) (p + batch_rows_bytes(st));
+	b->qhi = b->qlo + st->cap;
+	b->qrow = (uint32 *) (b->qhi + st->cap);
+}
+
 static void
 alloc_batch_arrays(EytzJoinState *st)
 {
-	Size		rows = TYPEALIGN(EYTZ_ROW_ALIGN, st->row_stride * st->cap);
-	Size		q = TYPEALIGN(EYTZ_ROW_ALIGN, (2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
 	Size		deferred = st->index_only ? 2 * sizeof(EytzMatch) * (Size) st->chunk_cap : 0;
 	Size		flags = st->index_only ? sizeof(bool) * (Size) st->chunk_cap : 0;
-	int			sets = st->overlap ? 2 : 1;
 	char	   *p = eytz_scratch_alloc(st->css.ss.ps.state->es_query_cxt,
-									   EYTZ_ROW_ALIGN + (rows + q) * sets + deferred + flags);
+									   EYTZ_ROW_ALIGN + batch_bytes(st) + deferred + flags);
+	JoinBatch	b;
 
 	p = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, p);
-	st->rowmem = p;
-	st->qlo = (uint64 *) (p + rows);
-	st->qhi = st->qlo + st->cap;
-	st->qrow = (uint32 *) (st->qhi + st->cap);
-	p += rows + q;
-	if (st->overlap)
-	{
-		st->other.rowmem = p;
-		st->other.qlo = (uint64 *) (p + rows);
-		st->other.qhi = st->other.qlo + st->cap;
-		st->other.qrow = (uint32 *) (st->other.qhi + st->cap);
-		p += rows + q;
-	}
+	carve_batch(st, p, &b);
+	st->rowmem = b.rowmem;
+	st->qlo = b.qlo;
+	st->qhi = b.qhi;
+	st->qrow = b.qrow;
+	p += batch_bytes(st);
 	st->deferred = st->index_only ? (EytzMatch *) p : NULL;
 	st->from_index = st->index_only ? (bool *) (p + deferred) : NULL;
 }
@@ -678,10 +693,6 @@ eytz_join_start(EytzJoinState *st)
 	 */
 	st->overlap = eytz_lookup_overlap != EYTZ_OVERLAP_OFF &&
 		(Size) st->cap * per_row * 2 <= st->rows_mem;
-	if (st->overlap)
-		st->other.cxt = AllocSetContextCreate(estate->es_query_cxt,
-											  "eytzgpu join batch ahead",
-											  ALLOCSET_DEFAULT_SIZES);
 	alloc_batch_arrays(st);
 	st->started = true;
 }
@@ -923,6 +934,17 @@ read_ahead(EytzJoinState *st)
 	Size		held = st->used;
 	uint32		want = Min(st->next_batch, st->cap);
 
+	/* the second set of arrays at the first read ahead (a CPU view takes none) */
+	if (st->other.rowmem == NULL)
+	{
+		MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
+
+		carve_batch(st, (char *) TYPEALIGN(EYTZ_ROW_ALIGN,
+										   eytz_scratch_alloc(cxt, EYTZ_ROW_ALIGN + batch_bytes(st))),
+					&st->other);
+		st->other.cxt = AllocSetContextCreate(cxt, "eytzgpu join batch ahead",
+											  ALLOCSET_DEFAULT_SIZES);
+	}
 	swap_batches(st);
 	stage_enter(st, STAGE_FILL);
 	read_batch(st, held < st->rows_mem ? st->rows_mem - held : 0);
