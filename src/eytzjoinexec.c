@@ -586,13 +586,6 @@ chunk_match_bytes(EytzJoinState *st)
 	return bytes;
 }
 
-/*
- * The batch arrays for the largest batch (and the index-only plan's flags
- * and heap matches for the largest chunk), in one scratch array that the backend keeps from
- * scan to scan: fresh memory costs a page fault per page touched (so does
- * growing the arrays with the batches), and a short scan touches only the
- * pages of its small first batches.
- */
 /* Bytes of one set of batch arrays: the rows, then the queries */
 static inline Size
 batch_rows_bytes(EytzJoinState *st)
@@ -617,6 +610,13 @@ carve_batch(EytzJoinState *st, char *p, JoinBatch *b)
 	b->qrow = (uint32 *) (b->qhi + st->cap);
 }
 
+/*
+ * The batch arrays for the largest batch (and the index-only plan's flags
+ * and heap matches for the largest chunk), in one scratch array that the backend keeps from
+ * scan to scan: fresh memory costs a page fault per page touched (so does
+ * growing the arrays with the batches), and a short scan touches only the
+ * pages of its small first batches.
+ */
 static void
 alloc_batch_arrays(EytzJoinState *st)
 {
