@@ -192,7 +192,8 @@ smem_point_fits(const Idx<KT> &ix)
 
 /*
  * Point lookups with the whole index in shared memory: sink.put(j, payload
- * of qk[j] or NO_MATCH) (StoreSink: out[j]).  q_per_thread: 1, 2 or 4.
+ * of qk[j] or NO_MATCH) (StoreSink: out[j]).  q_per_thread: 1, 2 or 4 (or 8:
+ * tiled sinks).
  * Needs smem_point_fits(ix).
  */
 template <class KT, class QT, class Sink>
@@ -219,6 +220,11 @@ launch_point_smem_sink(const Idx<KT> &ix, const QT *qk, uint64_t nq, const Sink 
 		return cudaSuccess;
 	if (!smem_point_fits(ix))
 		return cudaErrorInvalidValue;
+	if constexpr (Sink::TILED)
+	{
+		if (q_per_thread >= 8)
+			return launch(IntC<8>());
+	}
 	if (q_per_thread >= 4)
 		return launch(IntC<4>());
 	if (q_per_thread == 2)
@@ -400,7 +406,7 @@ template <class KT>
 static inline cudaError_t
 csr_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, int q_per_thread, const CsrBufs &b, cudaStream_t st)
 {
-	uint32_t	q = q_per_thread >= 4 ? 4 : q_per_thread == 2 ? 2 : 1;
+	uint32_t	q = q_per_thread >= 8 ? 8 : q_per_thread >= 4 ? 4 : q_per_thread == 2 ? 2 : 1;
 	CsrSink		sink;
 	cudaError_t e;
 

@@ -21,8 +21,9 @@ namespace eytzk
  *
  * 1. k_point_smem: the whole index's keys in shared memory (tiny indexes),
  *    32-bit slot arithmetic, Q lookups per thread walked level by level so
- *    that Q independent node reads are in flight per thread (ILP), payload
- *    loads of all Q lookups issued before their stores.
+ *    that Q independent node reads are in flight per thread (ILP), the
+ *    binary copy (EBS) without a branch on its full levels, payload loads of
+ *    all Q lookups issued before their stores.
  * 2. sorted_point: globally sorted lookups.  CUB radix sort of (key, query
  *    id) on the top key_bits significant bits only; the lookup kernel reads
  *    the sorted keys coalesced, so neighbouring lanes walk neighbouring paths
@@ -121,14 +122,27 @@ struct StoreSink
 	}
 };
 
-/* A warp tile's point results, kept until its look-back (CsrSink) */
-template <int Q>
+/*
+ * A warp tile's point results, kept until its look-back (CsrSink): per
+ * query a value V that is all ones for no match (NO_MATCH payloads, or
+ * NONE32 slots whose payloads are read at the write)
+ */
+template <int Q, class V>
 struct HeldTile
 {
 	static constexpr uint64_t NONE = ~(uint64_t) 0;
 	uint64_t	t;				/* the tile, NONE: none held */
-	uint64_t	r[Q];
+	uint32_t	sum;			/* its match count */
+	V			r[Q];
 };
+
+/* A held result: a match (not all ones)? */
+template <class V>
+__device__ __forceinline__ bool
+held_match(V v)
+{
+	return v != (V) ~(V) 0;
+}
 
 /*
  * CSR results in one pass: each tile's point results (one match at most a
@@ -156,7 +170,13 @@ struct HeldTile
  * which looks back for a whole block in its first warp between two block
  * barriers (0.83 ms: with one 1024-thread block per SM the SM idles at
  * every look-back), and warps claiming their tiles with an atomic counter
- * (1.40 ms: 2^18 atomics on one address).  Needs csr_sink_init.
+ * (1.40 ms: 2^18 atomics on one address).  The shared-memory walk holds
+ * slots, not payloads (fewer registers), and the write reads the payloads
+ * (the first 4 a lane before the look-back, whose latency they share).  A
+ * look-back reads ~12 windows of 32 partial tiles on average (ncu, tiles of
+ * 32 x 4): the tiles of one round all become inclusive at about the same
+ * time, so tiles of 32 x 8 (EYTZ_CSR_SMEM_Q) halve the number of look-backs
+ * (0.46 -> 0.35 ms with the branch-free walk).  Needs csr_sink_init.
  */
 struct CsrSink
 {
@@ -177,23 +197,16 @@ struct CsrSink
 		return t + (((uint64_t) gridDim.x * blockDim.x) >> 5);
 	}
 
-	/* Tile t's match count; place[u]: result u's place among them */
-	template <int Q>
-	__device__ __forceinline__ uint32_t places(uint64_t t, const uint64_t (&r)[Q], uint64_t nq,
-											   uint32_t (&place)[Q])
+	/* Tile t's match count */
+	template <int Q, class V>
+	__device__ __forceinline__ uint32_t count(uint64_t t, const V (&r)[Q], uint64_t nq)
 	{
-		const uint32_t lane = threadIdx.x & 31;
-		const uint64_t j0 = t * (32 * Q) + lane;
+		const uint64_t j0 = t * (32 * Q) + (threadIdx.x & 31);
 		uint32_t	sum = 0;
 
 #pragma unroll
 		for (int u = 0; u < Q; u++)
-		{
-			unsigned	m = __ballot_sync(FULL, j0 + (uint64_t) u * 32 < nq && r[u] != NO_MATCH);
-
-			place[u] = sum + __popc(m & ((1u << lane) - 1));
-			sum += __popc(m);
-		}
+			sum += __popc(__ballot_sync(FULL, j0 + (uint64_t) u * 32 < nq && held_match(r[u])));
 		return sum;
 	}
 
@@ -244,26 +257,48 @@ struct CsrSink
 		return excl;
 	}
 
-	/* Tile t's offsets and matches, its count published */
-	template <int Q>
-	__device__ __forceinline__ void write(uint64_t t, const uint64_t (&r)[Q], uint64_t nq)
+	/*
+	 * Tile t's offsets and matches (sum of them), its count published;
+	 * pay(r[u]): the payload of a match, read G at a time (the first G
+	 * before the look-back, so that the latencies overlap)
+	 */
+	template <int Q, class V, class Pay>
+	__device__ __forceinline__ void write(uint64_t t, const V (&r)[Q], uint32_t sum, uint64_t nq, Pay pay)
 	{
+		constexpr int G = Q < 4 ? Q : 4;
 		const uint32_t lane = threadIdx.x & 31;
 		const uint64_t j0 = t * (32 * Q) + lane;
-		uint32_t	place[Q],
-					sum = places<Q>(t, r, nq, place),
-					base = look_back(t, sum);
+		uint64_t	p[G];
+		uint32_t	base,
+					at;
 
 #pragma unroll
-		for (int u = 0; u < Q; u++)
+		for (int u = 0; u < G; u++)
+			p[u] = held_match(r[u]) ? pay(r[u]) : 0;
+		base = look_back(t, sum);
+		at = base;
+#pragma unroll
+		for (int g = 0; g < Q; g += G)
 		{
-			uint64_t	j = j0 + (uint64_t) u * 32;
-
-			if (j < nq)
+			if (g > 0)
 			{
-				off[j] = base + place[u];
-				if (r[u] != NO_MATCH)
-					out[base + place[u]] = r[u];
+#pragma unroll
+				for (int u = 0; u < G; u++)
+					p[u] = held_match(r[g + u]) ? pay(r[g + u]) : 0;
+			}
+#pragma unroll
+			for (int u = 0; u < G; u++)
+			{
+				uint64_t	j = j0 + (uint64_t) (g + u) * 32;
+				bool		m = j < nq && held_match(r[g + u]);
+				unsigned	b = __ballot_sync(FULL, m);
+				uint32_t	place = at + __popc(b & ((1u << lane) - 1));
+
+				if (j < nq)
+					off[j] = place;
+				if (m)
+					out[place] = p[u];
+				at += __popc(b);
 			}
 		}
 		if (lane == 0 && (t + 1) * (32 * Q) >= nq)
@@ -271,26 +306,27 @@ struct CsrSink
 	}
 
 	/* Tile t's results: published now, written after the warp's next tile (held in h) */
-	template <int Q>
-	__device__ __forceinline__ void tile(uint64_t t, const uint64_t (&r)[Q], uint64_t nq, HeldTile<Q> &h)
+	template <int Q, class V, class Pay>
+	__device__ __forceinline__ void tile(uint64_t t, const V (&r)[Q], uint64_t nq, HeldTile<Q, V> &h, Pay pay)
 	{
-		uint32_t	place[Q];
+		uint32_t	sum = count<Q>(t, r, nq);
 
-		publish(t, places<Q>(t, r, nq, place));
-		flush<Q>(h, nq);
+		publish(t, sum);
+		flush<Q>(h, nq, pay);
 		h.t = t;
+		h.sum = sum;
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 			h.r[u] = r[u];
 	}
 
 	/* Writes the held tile, if any */
-	template <int Q>
-	__device__ __forceinline__ void flush(HeldTile<Q> &h, uint64_t nq)
+	template <int Q, class V, class Pay>
+	__device__ __forceinline__ void flush(HeldTile<Q, V> &h, uint64_t nq, Pay pay)
 	{
-		if (h.t != HeldTile<Q>::NONE)
-			write<Q>(h.t, h.r, nq);
-		h.t = HeldTile<Q>::NONE;
+		if (h.t != HeldTile<Q, V>::NONE)
+			write<Q>(h.t, h.r, h.sum, nq, pay);
+		h.t = HeldTile<Q, V>::NONE;
 	}
 
 	template <int BLOCK>
@@ -321,43 +357,72 @@ next_tile(Sink &sink, uint64_t t)
 }
 
 /*
- * The whole index in shared memory, Q lookups per thread; query keys of
- * type QT (narrowed on load), each result handed to the sink (put, then
- * finish once per thread at the end: the sink may reduce over the block).
+ * Q lookups walked together in the shared-memory copy (pin: the n keys,
+ * padded with the largest key to whole nodes): cand[u] is the slot whose key
+ * is x[u], NONE32 if none (the keys are unique).
  */
-template <class KT, int NK, int BLOCK, int Q, class QT, class Sink>
-__global__ void __launch_bounds__(BLOCK, 1)
-k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
+template <class KT, int NK, int Q>
+__device__ __forceinline__ void
+smem_walk(const KT *pin, uint32_t n, uint32_t levels, const KT (&x)[Q], uint32_t (&cand)[Q])
 {
-	extern __shared__ __align__(16) unsigned char smem_raw[];
-	KT		   *pin = (KT *) smem_raw;
-	const uint32_t n = (uint32_t) ix.n;
-	constexpr int TT = Sink::TILE_THREADS ? Sink::TILE_THREADS : BLOCK;	/* threads of a tile */
-	const uint32_t tid = threadIdx.x % TT;
-	HeldTile<Q> held = {HeldTile<Q>::NONE};	/* a tiled sink's deferred tile */
-
-	/* padding slots hold the largest key: never < x, so partial nodes need no count */
-	for (uint32_t t = threadIdx.x; t < npad; t += BLOCK)
-		pin[t] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
-	__syncthreads();
-	for (uint64_t t = first_tile(sink); t * (TT * Q) < nq; t = next_tile(sink, t))
+	if constexpr (NK == 1)
 	{
-		uint64_t	base = t * (TT * Q) + tid;
-		KT			x[Q];
-		uint32_t	s[Q],
-					cand[Q];
-		uint64_t	r[Q];
+		/*
+		 * EBS without a branch on the full levels: o is sizeof(KT) times the
+		 * 1-based heap index i (children 2i and 2i + 1, key i at pin[i - 1]),
+		 * each step appends a bit to i (1: key < x), so the lower bound is
+		 * the node of the last 0 bit, i >> (trailing ones + 1); its key is
+		 * read once at the end.
+		 */
+		const uint32_t full = 31 - __clz(n + 1);	/* levels with every node present */
+		const char *pb = (const char *) pin - sizeof(KT);
+		uint32_t	o[Q];
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+			o[u] = sizeof(KT);
+		for (uint32_t l = 0; l < full; l++)
+		{
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+			{
+				KT			k = *(const KT *) (pb + o[u]);
+
+				o[u] = 2 * o[u] + (k < x[u] ? (uint32_t) sizeof(KT) : 0);
+			}
+		}
+		if (full < levels)
+		{
+			/* the partial bottom level: a step only where the node exists (else a right turn) */
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+			{
+				bool		in = o[u] <= n * (uint32_t) sizeof(KT);
+				KT			k = *(const KT *) (pb + (in ? o[u] : (uint32_t) sizeof(KT)));
+
+				o[u] = 2 * o[u] + (!in || k < x[u] ? (uint32_t) sizeof(KT) : 0);
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint32_t	i = o[u] / (uint32_t) sizeof(KT),
+						c = i >> __ffs(~i);	/* 1-based; 0: every key < x */
+
+			cand[u] = c != 0 && pin[c ? c - 1 : 0] == x[u] ? c - 1 : NONE32;
+		}
+	}
+	else
+	{
+		uint32_t	s[Q];
 
 #pragma unroll
 		for (int u = 0; u < Q; u++)
 		{
-			uint64_t	j = base + (uint64_t) u * TT;
-
-			x[u] = j < nq ? (KT) qk[j] : (KT) 0;
 			s[u] = 0;
 			cand[u] = NONE32;
 		}
-		for (uint32_t l = 0; l < ix.levels; l++)
+		for (uint32_t l = 0; l < levels; l++)
 		{
 #pragma unroll
 			for (int u = 0; u < Q; u++)
@@ -374,14 +439,74 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 					s[u] = n;
 			}
 		}
-		/* all payload loads first, then the stores (the compiler must assume out may alias them) */
 #pragma unroll
 		for (int u = 0; u < Q; u++)
-			r[u] = cand[u] != NONE32 && pin[cand[u]] == x[u] ? pay_at(ix, cand[u]) : NO_MATCH;
+			if (cand[u] != NONE32 && pin[cand[u]] != x[u])
+				cand[u] = NONE32;
+	}
+}
+
+/*
+ * The whole index in shared memory, Q lookups per thread; query keys of
+ * type QT (narrowed on load), each result handed to the sink (put, then
+ * finish once per thread at the end: the sink may reduce over the block).
+ * A tiled sink gets the tile's slots and reads the payloads itself.
+ */
+template <class KT, int NK, int BLOCK, int Q, class QT, class Sink>
+__global__ void __launch_bounds__(BLOCK, 1)
+k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
+{
+	extern __shared__ __align__(16) unsigned char smem_raw[];
+	constexpr int COPY = 8;		/* loads in flight a thread while copying the index */
+	KT		   *pin = (KT *) smem_raw;
+	const uint32_t n = (uint32_t) ix.n;
+	constexpr int TT = Sink::TILE_THREADS ? Sink::TILE_THREADS : BLOCK;	/* threads of a tile */
+	const uint32_t tid = threadIdx.x % TT;
+	HeldTile<Q, uint32_t> held = {HeldTile<Q, uint32_t>::NONE};	/* a tiled sink's deferred tile */
+	auto		pay = [&](uint32_t c) { return pay_at(ix, c); };
+
+	/* padding slots hold the largest key: never < x, so partial nodes need no count */
+	for (uint32_t t0 = threadIdx.x; t0 < npad; t0 += COPY * BLOCK)
+	{
+		KT			v[COPY];
+
+#pragma unroll
+		for (int e = 0; e < COPY; e++)
+		{
+			uint32_t	t = t0 + e * BLOCK;
+
+			v[e] = t < n ? *key_ptr(ix, t) : (KT) ~(KT) 0;
+		}
+#pragma unroll
+		for (int e = 0; e < COPY; e++)
+			if (t0 + e * BLOCK < npad)
+				pin[t0 + e * BLOCK] = v[e];
+	}
+	__syncthreads();
+	for (uint64_t t = first_tile(sink); t * (TT * Q) < nq; t = next_tile(sink, t))
+	{
+		uint64_t	base = t * (TT * Q) + tid;
+		KT			x[Q];
+		uint32_t	cand[Q];
+
+#pragma unroll
+		for (int u = 0; u < Q; u++)
+		{
+			uint64_t	j = base + (uint64_t) u * TT;
+
+			x[u] = j < nq ? (KT) qk[j] : (KT) 0;
+		}
+		smem_walk<KT, NK, Q>(pin, n, ix.levels, x, cand);
 		if constexpr (Sink::TILED)
-			sink.template tile<Q>(t, r, nq, held);
+			sink.template tile<Q>(t, cand, nq, held, pay);
 		else
 		{
+			uint64_t	r[Q];
+
+			/* all payload loads first, then the stores (the compiler must assume out may alias them) */
+#pragma unroll
+			for (int u = 0; u < Q; u++)
+				r[u] = cand[u] != NONE32 ? pay(cand[u]) : NO_MATCH;
 #pragma unroll
 			for (int u = 0; u < Q; u++)
 			{
@@ -393,7 +518,7 @@ k_point_smem(Idx<KT> ix, const QT *qk, uint64_t nq, Sink sink, uint32_t npad)
 		}
 	}
 	if constexpr (Sink::TILED)
-		sink.template flush<Q>(held, nq);
+		sink.template flush<Q>(held, nq, pay);
 	sink.template finish<BLOCK>();
 }
 
@@ -588,7 +713,8 @@ template <int BLOCK, int Q>
 __global__ void __launch_bounds__(BLOCK)
 k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
 {
-	HeldTile<Q> held = {HeldTile<Q>::NONE};
+	HeldTile<Q, uint64_t> held = {HeldTile<Q, uint64_t>::NONE};
+	auto		same = [](uint64_t r) { return r; };
 
 	for (uint64_t t = first_tile(sink); t * (32 * Q) < nq; t = next_tile(sink, t))
 	{
@@ -601,9 +727,9 @@ k_csr_compact(const uint64_t *first, uint64_t nq, CsrSink sink)
 
 			r[u] = j < nq ? first[j] : NO_MATCH;
 		}
-		sink.template tile<Q>(t, r, nq, held);
+		sink.template tile<Q>(t, r, nq, held, same);
 	}
-	sink.template flush<Q>(held, nq);
+	sink.template flush<Q>(held, nq, same);
 }
 
 }								/* namespace eytzk */

@@ -42,6 +42,14 @@
 #define EYTZ_SMEM_POINT_MAX		(200 * 1024)
 /* lookups per thread of k_point_smem: 4 gave 0.418 ms at 2^15 against 0.59 for 1 (README "Point fast paths") */
 #define EYTZ_SMEM_Q				4
+/*
+ * Lookups per thread of the CSR API's shared-memory walk (k_point_smem with
+ * a CsrSink: warp tiles of 32 x 8 queries, half the look-backs of 32 x 4):
+ * 2^15 keys, 2^25 points, H100: 0.350 ms against 0.383 for 4 lookups a
+ * thread in tiles of 32 x 8 and 0.460 for 32 x 4 (README "The CSR API at
+ * 2^15: the walk and the tiles").
+ */
+#define EYTZ_CSR_SMEM_Q			8
 /* ids per tile of the bucketed write-back (k_tile_write, -1): 2048 results, 16 KB of shared memory */
 #define EYTZ_SCATTER_TILE_LOG2	11
 

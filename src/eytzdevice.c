@@ -111,6 +111,7 @@ struct EytzGpuEntry
 	int			key_column;		/* -1: nothing attached */
 	int			widths[EYTZGPU_MAX_COLUMNS];
 	uint32		mask;			/* the columns join batches return now */
+	EytzGpuJob *inflight;		/* the job whose batch the handle runs */
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
@@ -130,6 +131,8 @@ entry_free(EytzCacheEntry *ce)
 {
 	EytzGpuEntry *e = (EytzGpuEntry *) ce;
 
+	/* a job's scan keeps its copy pinned until it has finished or cancelled */
+	Assert(e->inflight == NULL);
 	eytzgpu_free(e->handle);
 	pfree(e);
 }
@@ -238,12 +241,26 @@ entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
 	return e;
 }
 
-/* A GPU library failure as one sentence for a WARNING or CPU Reason */
+/*
+ * A GPU library failure as one sentence for a WARNING or CPU Reason, into
+ * buf (no allocation: also for a job collected on the error path)
+ */
+static void
+format_gpu_error(char *buf, size_t len, const char *what, int rc,
+				 const char *errbuf)
+{
+	snprintf(buf, len, "%s failed: %s%s%s", what, eytzgpu_strerror(rc),
+			 errbuf[0] ? ": " : "", library_message(errbuf));
+}
+
+/* The same, palloc'd */
 static char *
 gpu_error(const char *what, int rc, const char *errbuf)
 {
-	return psprintf("%s failed: %s%s%s", what, eytzgpu_strerror(rc),
-					errbuf[0] ? ": " : "", library_message(errbuf));
+	char		buf[512];
+
+	format_gpu_error(buf, sizeof(buf), what, rc, errbuf);
+	return pstrdup(buf);
 }
 
 bool
@@ -462,14 +479,144 @@ stage_result(const EytzGpuEntry *e, const EytzGpuJoinResult *res, uint64 n,
 }
 
 /*
- * Look up queries first..nq-1 of a batch on the GPU with the library's
- * join-shaped call: it narrows the keys, drops tombstones and answers the
- * longest prefix of the queries whose matches fit in max, sorted by (tid,
- * row), so the matches are copied out as they come.  *nq_done = 0 with no
- * matches: query first alone has more than max (the caller walks it).
- * Points go as points (no count pass on a unique index), and rows that
- * ascend (an outer batch's always do) are said to (a cheaper sort).
+ * Wait for the batch in flight on e, if any, and put its answer into its
+ * job: the matches (and values) into the job's out (and stage) unless it
+ * was cancelled (out NULL), the rest into its fields.  Neither allocates
+ * nor raises: eytz_device_lookup_cancel runs on the error path too.
  */
+static void
+collect(EytzGpuEntry *e)
+{
+	EytzGpuJob *job = e->inflight;
+	EytzGpuJoinResult res;
+	char		errbuf[256];
+	uint64		j;
+	int			rc;
+
+	if (job == NULL)
+		return;
+	e->inflight = NULL;
+	errbuf[0] = '\0';
+	rc = eytzgpu_lookup_join_wait(e->handle, &res, errbuf, sizeof(errbuf));
+	job->collected = true;
+	job->ok = rc == EYTZGPU_OK;
+	if (!job->ok)
+	{
+		format_gpu_error(job->why, sizeof(job->why), "GPU lookup", rc, errbuf);
+		return;
+	}
+	job->nout = (uint32) res.nmatch;
+	job->nq_done = (uint32) res.nq_done;
+	job->kernel_ms = res.kernel_ms;
+	job->transfer_ms = res.transfer_ms;
+	if (job->out == NULL)
+		return;
+	for (j = 0; j < res.nmatch; j++)
+	{
+		job->out[j].tid = res.payloads[j];
+		job->out[j].row = res.rows[j];
+		job->out[j].unused = job->stage_from + (uint32) j;
+	}
+	if (e->mask != 0)
+	{
+		stage_result(e, &res, res.nmatch, job->stage, job->stage_from);
+		job->staged = true;
+	}
+}
+
+/*
+ * Start looking up queries first..nq-1 of a batch on the GPU with the
+ * library's join-shaped call: it narrows the keys, drops tombstones and
+ * answers the longest prefix of the queries whose matches fit in max,
+ * sorted by (tid, row), so that the matches are copied out as they come
+ * (eytz_device_lookup_finish).  Points go as points (no count pass on a
+ * unique index), and rows that ascend (an outer batch's always do) are said
+ * to (a cheaper sort).
+ */
+bool
+eytz_device_lookup_start(EytzGpuEntry *e, EytzGpuJob *job, const uint64 *lo,
+						 const uint64 *hi, const uint32 *rows, uint32 nq,
+						 uint32 first, uint32 max, EytzMatch *out,
+						 EytzStage *stage, uint32 stage_from, char **why)
+{
+	char		errbuf[256];
+	bool		point;
+	bool		ascending;
+	int			rc;
+
+	memset(job, 0, sizeof(EytzGpuJob));
+	job->out = out;
+	job->stage = stage;
+	job->stage_from = stage_from;
+	/* another scan's batch on this copy: its answer goes to its job */
+	collect(e);
+	if (first >= nq)
+	{
+		job->entry = e;
+		job->collected = true;
+		job->ok = true;
+		return true;
+	}
+	if (!set_join_columns(e, stage, why))
+		return false;
+	eytz_device_batch_shape(lo + first, hi ? hi + first : NULL, rows + first,
+							nq - first, &point, &ascending);
+	errbuf[0] = '\0';
+	rc = eytzgpu_lookup_join_submit(e->handle, lo + first, point ? NULL : hi + first,
+									rows + first, nq - first, max,
+									ascending ? EYTZGPU_ROWS_ASCENDING : 0,
+									errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
+	{
+		*why = gpu_error("GPU lookup", rc, errbuf);
+		return false;
+	}
+	job->entry = e;
+	e->inflight = job;
+	return true;
+}
+
+bool
+eytz_device_lookup_finish(EytzGpuJob *job, uint32 *nout, uint32 *nq_done,
+						  double *kernel_ms, double *transfer_ms, bool *staged,
+						  char **why)
+{
+	Assert(job->entry != NULL);
+	if (!job->collected)
+		collect(job->entry);
+	job->entry = NULL;
+	*nout = 0;
+	*nq_done = 0;
+	*kernel_ms = 0;
+	*transfer_ms = 0;
+	*staged = false;
+	if (!job->ok)
+	{
+		*why = pstrdup(job->why);
+		return false;
+	}
+	*nout = job->nout;
+	*nq_done = job->nq_done;
+	*kernel_ms = job->kernel_ms;
+	*transfer_ms = job->transfer_ms;
+	*staged = job->staged;
+	return true;
+}
+
+void
+eytz_device_lookup_cancel(EytzGpuJob *job)
+{
+	if (job->entry == NULL)
+		return;
+	if (!job->collected)
+	{
+		job->out = NULL;
+		collect(job->entry);
+	}
+	job->entry = NULL;
+}
+
+/* The batch at once: started, then finished */
 bool
 eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 						const uint32 *rows, uint32 nq, uint32 first,
@@ -478,50 +625,13 @@ eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
 						double *transfer_ms, EytzStage *stage,
 						uint32 stage_from, bool *staged, char **why)
 {
-	EytzGpuJoinResult res;
-	char		errbuf[256];
-	bool		point;
-	bool		ascending;
-	uint64		j;
-	int			rc;
+	EytzGpuJob	job;
 
-	*nout = 0;
-	*nq_done = 0;
-	*kernel_ms = 0;
-	*transfer_ms = 0;
-	*staged = false;
-	if (first >= nq)
-		return true;
-	if (!set_join_columns(e, stage, why))
+	if (!eytz_device_lookup_start(e, &job, lo, hi, rows, nq, first, max, out,
+								  stage, stage_from, why))
 		return false;
-	eytz_device_batch_shape(lo + first, hi ? hi + first : NULL, rows + first,
-							nq - first, &point, &ascending);
-	errbuf[0] = '\0';
-	rc = eytzgpu_lookup_join(e->handle, lo + first, point ? NULL : hi + first,
-							 rows + first, nq - first, max,
-							 ascending ? EYTZGPU_ROWS_ASCENDING : 0, &res,
-							 errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
-	{
-		*why = gpu_error("GPU lookup", rc, errbuf);
-		return false;
-	}
-	for (j = 0; j < res.nmatch; j++)
-	{
-		out[j].tid = res.payloads[j];
-		out[j].row = res.rows[j];
-		out[j].unused = stage_from + (uint32) j;
-	}
-	if (e->mask != 0)
-	{
-		stage_result(e, &res, res.nmatch, stage, stage_from);
-		*staged = true;
-	}
-	*nout = (uint32) res.nmatch;
-	*nq_done = (uint32) res.nq_done;
-	*kernel_ms = res.kernel_ms;
-	*transfer_ms = res.transfer_ms;
-	return true;
+	return eytz_device_lookup_finish(&job, nout, nq_done, kernel_ms,
+									 transfer_ms, staged, why);
 }
 
 /*
@@ -662,6 +772,31 @@ eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo, const uint64 *hi,
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;
+}
+
+bool
+eytz_device_lookup_start(EytzGpuEntry *entry, EytzGpuJob *job,
+						 const uint64 *lo, const uint64 *hi,
+						 const uint32 *rows, uint32 nq, uint32 first,
+						 uint32 max, EytzMatch *out, EytzStage *stage,
+						 uint32 stage_from, char **why)
+{
+	*why = "eytzgpu was built without CUDA";
+	return false;
+}
+
+bool
+eytz_device_lookup_finish(EytzGpuJob *job, uint32 *nout, uint32 *nq_done,
+						  double *kernel_ms, double *transfer_ms, bool *staged,
+						  char **why)
+{
+	*why = "eytzgpu was built without CUDA";
+	return false;
+}
+
+void
+eytz_device_lookup_cancel(EytzGpuJob *job)
+{
 }
 
 void

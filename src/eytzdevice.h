@@ -99,6 +99,48 @@ extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
 									char **why);
 
 /*
+ * The same call split in two, so that the GPU works while the caller does
+ * something else (the executor reads its next batch of outer rows):
+ * eytz_device_lookup_start sends the queries (copied into the library's
+ * pinned inputs: the caller's arrays may change at once) and returns;
+ * eytz_device_lookup_finish waits for the answer and returns it as
+ * eytz_device_lookup_join does.  One batch at a time can be in flight on a
+ * copy, and scans of one backend share copies: another scan's call on the
+ * same copy first collects the answer in flight into its job (its out and
+ * stage, which must stay valid until finish or cancel).  A job's memory
+ * must outlive it: eytz_device_lookup_cancel (no allocation, no ereport:
+ * also for the error path) waits for its batch and forgets the answer.
+ */
+typedef struct EytzGpuJob
+{
+	EytzGpuEntry *entry;		/* the copy its batch runs on, NULL when no
+								 * batch is in flight or waiting to be taken */
+	bool		collected;		/* answered: the result is below */
+	EytzMatch  *out;
+	EytzStage  *stage;
+	uint32		stage_from;
+	bool		ok;
+	uint32		nout;
+	uint32		nq_done;
+	bool		staged;
+	double		kernel_ms;
+	double		transfer_ms;
+	char		why[256];
+} EytzGpuJob;
+
+extern bool eytz_device_lookup_start(EytzGpuEntry *entry, EytzGpuJob *job,
+									 const uint64 *lo, const uint64 *hi,
+									 const uint32 *rows, uint32 nq,
+									 uint32 first, uint32 max, EytzMatch *out,
+									 EytzStage *stage, uint32 stage_from,
+									 char **why);
+extern bool eytz_device_lookup_finish(EytzGpuJob *job, uint32 *nout,
+									  uint32 *nq_done, double *kernel_ms,
+									  double *transfer_ms, bool *staged,
+									  char **why);
+extern void eytz_device_lookup_cancel(EytzGpuJob *job);
+
+/*
  * The shape of a GPU batch of n queries: *points when every lo[i] ==
  * hi[i] or hi is NULL (pass hi = NULL to the GPU then: no count pass on a
  * unique index), *ascending when rows[i] < rows[i + 1] throughout

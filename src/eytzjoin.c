@@ -66,6 +66,13 @@ static const struct config_enum_entry parallel_image_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry lookup_overlap_options[] = {
+	{"off", EYTZ_OVERLAP_OFF, false},
+	{"on", EYTZ_OVERLAP_ON, false},
+	{"always", EYTZ_OVERLAP_ALWAYS, false},
+	{NULL, 0, false}
+};
+
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 
 /* The OID of the eytzgpu access method, InvalidOid until looked up */
@@ -781,6 +788,12 @@ eytz_join_init(void)
 							"Batches are also bounded by work_mem * hash_mem_multiplier; the first batch of a scan is small and grows.",
 							&eytz_batch_size, 1048576, 1, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("eytzgpu.lookup_overlap",
+							 "Lets the eytzgpu join read its next batch of outer rows while the GPU looks up the current one.",
+							 "on: where the GPU (or the GPU service) answers and work_mem * hash_mem_multiplier holds two full batches; off: never; always: also on the CPU, which then answers the first chunk at once (to test the pipeline without a GPU).",
+							 &eytz_lookup_overlap, EYTZ_OVERLAP_ON,
+							 lookup_overlap_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomRealVariable("eytzgpu.page_touch_cost",
 							 "Sets the planner's estimate of the cost of a parallel worker's first access to a page of shared memory.",
 							 "A fresh process pays a page fault to map each page of shared memory it reads (nothing with huge_pages = on); 0 charges nothing, as for PostgreSQL's own parallel plans; -1 measures it once per backend.",

@@ -14,11 +14,17 @@
 #include "optimizer/optimizer.h"
 
 /*
- * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size
- * (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
+ * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size,
+ * lookup_overlap (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
  */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
+extern int	eytz_lookup_overlap;
+
+/* eytzgpu.lookup_overlap */
+#define EYTZ_OVERLAP_OFF	0
+#define EYTZ_OVERLAP_ON		1	/* GPU views, when work_mem holds two batches */
+#define EYTZ_OVERLAP_ALWAYS	2	/* CPU views too (testing) */
 extern double eytz_page_touch_cost;
 
 /*

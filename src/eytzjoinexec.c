@@ -76,8 +76,9 @@
  */
 #define EYTZ_GROWTH 16
 
-/* eytzgpu.batch_size: the executor's own setting (registered by eytz_join_init) */
+/* the executor's own settings (registered by eytz_join_init) */
 int			eytz_batch_size = 1048576;
+int			eytz_lookup_overlap = EYTZ_OVERLAP_ON;
 /* the part of work_mem a chunk of matches takes; outer rows get the rest */
 #define EYTZ_CHUNK_SHARE 4
 #define EYTZ_MIN_CHUNK 64
@@ -164,11 +165,13 @@ typedef struct EytzJoinReport
 	uint64		fetches;
 	uint64		heap_blocks;
 	uint64		gpu_batches;
+	uint64		overlap_batches;
 	double		acquire_ms;
 	double		search_ms;
 	double		transfer_ms;
 	double		kernel_ms;
 	double		sort_ms;
+	double		wait_ms;
 	double		stage_ms[NUM_STAGES];
 	ImageShare	image_share;	/* worker: how it used the leader's image */
 } EytzJoinReport;
@@ -191,6 +194,22 @@ typedef struct EytzJoinShared
 	EytzMetaPageData image_meta;
 	EytzJoinReport reports[FLEXIBLE_ARRAY_MEMBER];
 } EytzJoinShared;
+
+/*
+ * The arrays of a batch not being read (the pipeline's other buffer); the
+ * current batch's are fields of the node (the matches read them)
+ */
+typedef struct JoinBatch
+{
+	char	   *rowmem;
+	uint64	   *qlo;
+	uint64	   *qhi;
+	uint32	   *qrow;
+	MemoryContext cxt;
+	uint32		nrows;
+	uint32		nq;
+	Size		used;
+} JoinBatch;
 
 typedef struct EytzJoinState
 {
@@ -276,6 +295,7 @@ typedef struct EytzJoinState
 	uint32		next_batch;
 	uint32		nrows;
 	uint32		nq;
+	Size		used;			/* bytes of its rows and copied values */
 	bool		batch_done;		/* its last chunk was read */
 	const EytzMatch *chunk;
 	uint32		nchunk;
@@ -286,6 +306,15 @@ typedef struct EytzJoinState
 	uint64		cur_key;
 	uint32		slot_row;		/* batch row in the scan slot, or NO_ROW */
 	uint32		unmatched_pos;
+
+	/*
+	 * The pipeline (eytz_lookup_start): the next batch read into the other
+	 * buffer while the device looks up the current one
+	 */
+	bool		overlap;		/* allowed: work_mem holds two full batches */
+	uint32		scan_reads;		/* batches read since the scan (re)started */
+	bool		ahead_ready;	/* the other buffer holds the next batch */
+	JoinBatch	other;
 
 	/* EXPLAIN ANALYZE */
 	uint64		nbatches;
@@ -557,6 +586,30 @@ chunk_match_bytes(EytzJoinState *st)
 	return bytes;
 }
 
+/* Bytes of one set of batch arrays: the rows, then the queries */
+static inline Size
+batch_rows_bytes(EytzJoinState *st)
+{
+	return MAXALIGN(st->row_stride * st->cap);
+}
+
+static inline Size
+batch_bytes(EytzJoinState *st)
+{
+	return batch_rows_bytes(st) +
+		MAXALIGN((2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
+}
+
+/* Carve a set of batch arrays out of p (batch_bytes long) into b */
+static void
+carve_batch(EytzJoinState *st, char *p, JoinBatch *b)
+{
+	b->rowmem = p;
+	b->qlo = (uint64 *) (p + batch_rows_bytes(st));
+	b->qhi = b->qlo + st->cap;
+	b->qrow = (uint32 *) (b->qhi + st->cap);
+}
+
 /*
  * The batch arrays for the largest batch (and the index-only plan's flags
  * and heap matches for the largest chunk), in one scratch array that the backend keeps from
@@ -567,20 +620,21 @@ chunk_match_bytes(EytzJoinState *st)
 static void
 alloc_batch_arrays(EytzJoinState *st)
 {
-	Size		rows = MAXALIGN(st->row_stride * st->cap);
-	Size		q = MAXALIGN((2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
 	Size		deferred = st->index_only ? 2 * sizeof(EytzMatch) * (Size) st->chunk_cap : 0;
 	Size		flags = st->index_only ? sizeof(bool) * (Size) st->chunk_cap : 0;
 	char	   *p = eytz_scratch_alloc(st->css.ss.ps.state->es_query_cxt,
-									   EYTZ_ROW_ALIGN + rows + q + deferred + flags);
+									   EYTZ_ROW_ALIGN + batch_bytes(st) + deferred + flags);
+	JoinBatch	b;
 
-	st->rowmem = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, p);
-	p = st->rowmem + rows;
-	st->qlo = (uint64 *) p;
-	st->qhi = st->qlo + st->cap;
-	st->qrow = (uint32 *) (st->qhi + st->cap);
-	st->deferred = st->index_only ? (EytzMatch *) (p + q) : NULL;
-	st->from_index = st->index_only ? (bool *) (p + q + deferred) : NULL;
+	p = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, p);
+	carve_batch(st, p, &b);
+	st->rowmem = b.rowmem;
+	st->qlo = b.qlo;
+	st->qhi = b.qhi;
+	st->qrow = b.qrow;
+	p += batch_bytes(st);
+	st->deferred = st->index_only ? (EytzMatch *) p : NULL;
+	st->from_index = st->index_only ? (bool *) (p + deferred) : NULL;
 }
 
 /*
@@ -632,6 +686,13 @@ eytz_join_start(EytzJoinState *st)
 	}
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
+	/*
+	 * The pipeline takes a second set of batch arrays; never smaller
+	 * batches for it: a batch's fewer matches would visit more heap blocks
+	 * than the overlap saves
+	 */
+	st->overlap = eytz_lookup_overlap != EYTZ_OVERLAP_OFF &&
+		(Size) st->cap * per_row * 2 <= st->rows_mem;
 	alloc_batch_arrays(st);
 	st->started = true;
 }
@@ -706,14 +767,15 @@ parallel_batch(EytzJoinState *st)
 }
 
 /*
- * Read the next batch of outer rows and submit their key ranges.  The rows
- * and their copied values stay within the outer rows' share of work_mem.
- * Where no match reads anything of its row but the key range (an inner
- * join whose projection and quals read no outer column), the batch keeps
- * only the queries, and a match's "row" is its query.
+ * Read the next batch of outer rows into the current batch arrays, the
+ * rows and their copied values within limit bytes (the outer rows' share
+ * of work_mem, less what a batch read before holds).  Where no match reads
+ * anything of its row but the key range (an inner join whose projection
+ * and quals read no outer column), the batch keeps only the queries, and a
+ * match's "row" is its query.
  */
 static void
-fill_batch(EytzJoinState *st)
+read_batch(EytzJoinState *st, Size limit)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 	PlanState  *outer = outer_ps(st);
@@ -751,7 +813,7 @@ fill_batch(EytzJoinState *st)
 			ResetExprContext(econtext);
 		st->nrows++;
 	}
-	while (st->keep_rows && st->nrows < want && (st->nrows == 0 || used < st->rows_mem))
+	while (st->keep_rows && st->nrows < want && (st->nrows == 0 || used < limit))
 	{
 		TupleTableSlot *slot = ExecProcNode(outer);
 		uint32		row = st->nrows;
@@ -810,7 +872,20 @@ fill_batch(EytzJoinState *st)
 		(uint32) Min((uint64) want * EYTZ_GROWTH, (uint64) eytz_batch_size);
 	if (st->nrows > 0)
 		st->nbatches++;
+	st->used = used;
+	st->scan_reads++;
+}
 
+/*
+ * Submit the current batch's key ranges.  true when the lookup works on its
+ * first chunk while the caller reads the next batch (the pipeline): not for
+ * the scan's first batch, which is small so that a LIMIT above reads few
+ * outer rows (reading the next, 16 times larger, batch ahead would undo
+ * that; its lookup is too short to hide anything anyway).
+ */
+static bool
+start_batch(EytzJoinState *st)
+{
 	st->nchunk = 0;
 	st->pos = 0;
 	st->block_end = 0;
@@ -819,12 +894,64 @@ fill_batch(EytzJoinState *st)
 	st->slot_row = NO_ROW;
 	st->unmatched_pos = 0;
 	st->batch_done = st->nq == 0;
-	if (st->nq > 0)
+	if (st->nq == 0)
+		return false;
+	stage_enter(st, STAGE_LOOKUP);
+	eytz_lookup_submit(st->lookup, st->qlo, st->qhi, st->qrow, st->nq);
+	pgstat_count_index_scan(st->index);
+	return st->overlap && st->scan_reads > 1 &&
+		eytz_lookup_start(st->lookup, st->next_chunk,
+						  eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
+}
+
+/* Exchange the current batch's arrays with the other buffer's */
+static void
+swap_batches(EytzJoinState *st)
+{
+	JoinBatch	cur = {st->rowmem, st->qlo, st->qhi, st->qrow, st->batchcxt,
+	st->nrows, st->nq, st->used};
+
+	st->rowmem = st->other.rowmem;
+	st->qlo = st->other.qlo;
+	st->qhi = st->other.qhi;
+	st->qrow = st->other.qrow;
+	st->batchcxt = st->other.cxt;
+	st->nrows = st->other.nrows;
+	st->nq = st->other.nq;
+	st->used = st->other.used;
+	st->other = cur;
+}
+
+/*
+ * While the lookup answers the current batch, read the next one into the
+ * other buffer, within what the current one leaves of work_mem.  A batch
+ * that this cuts short turns the pipeline off for the rest of the scan
+ * (its batches must not be smaller than without it).
+ */
+static void
+read_ahead(EytzJoinState *st)
+{
+	Size		held = st->used;
+	uint32		want = Min(st->next_batch, st->cap);
+
+	/* the second set of arrays at the first read ahead (a CPU view takes none) */
+	if (st->other.rowmem == NULL)
 	{
-		stage_enter(st, STAGE_LOOKUP);
-		eytz_lookup_submit(st->lookup, st->qlo, st->qhi, st->qrow, st->nq);
-		pgstat_count_index_scan(st->index);
+		MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
+
+		carve_batch(st, (char *) TYPEALIGN(EYTZ_ROW_ALIGN,
+										   eytz_scratch_alloc(cxt, EYTZ_ROW_ALIGN + batch_bytes(st))),
+					&st->other);
+		st->other.cxt = AllocSetContextCreate(cxt, "eytzgpu join batch ahead",
+											  ALLOCSET_DEFAULT_SIZES);
 	}
+	swap_batches(st);
+	stage_enter(st, STAGE_FILL);
+	read_batch(st, held < st->rows_mem ? st->rows_mem - held : 0);
+	if (!st->outer_done && st->nrows < want)
+		st->overlap = false;
+	st->ahead_ready = st->nrows > 0;
+	swap_batches(st);
 }
 
 /* Is heap block blk all-visible?  (the map page's buffer stays pinned) */
@@ -1384,13 +1511,24 @@ eytz_join_exec(CustomScanState *node)
 		{
 			case PHASE_FILL:
 				CHECK_FOR_INTERRUPTS();
-				if (st->outer_done)
+				if (st->ahead_ready)
+				{
+					/* read while the lookup answered the last batch */
+					swap_batches(st);
+					st->ahead_ready = false;
+				}
+				else if (st->outer_done)
 				{
 					st->phase = PHASE_DONE;
 					break;
 				}
-				stage_enter(st, STAGE_FILL);
-				fill_batch(st);
+				else
+				{
+					stage_enter(st, STAGE_FILL);
+					read_batch(st, st->rows_mem);
+				}
+				if (start_batch(st) && !st->outer_done)
+					read_ahead(st);
 				st->phase = PHASE_MATCHES;
 				break;
 
@@ -1467,6 +1605,10 @@ eytz_join_rescan(CustomScanState *node)
 	st->cur_tid = PG_UINT64_MAX;
 	/* the next batch's submit drops the unread matches of this one */
 	MemoryContextReset(st->batchcxt);
+	if (st->ahead_ready)
+		MemoryContextReset(st->other.cxt);
+	st->ahead_ready = false;
+	st->scan_reads = 0;
 	st->nrows = 0;
 	st->nchunk = 0;
 	st->pos = 0;
@@ -1516,6 +1658,8 @@ report_add(EytzJoinState *st, EytzJoinReport *r)
 	r->fetches += st->nfetches;
 	r->heap_blocks += eytz_heap_pages(st->hf);
 	r->gpu_batches += ls->gpu_batches;
+	r->overlap_batches += ls->overlap_batches;
+	r->wait_ms += ls->wait_ms;
 	r->acquire_ms += ls->acquire_ms;
 	r->search_ms += ls->search_ms;
 	r->transfer_ms += ls->transfer_ms;
@@ -1551,6 +1695,12 @@ explain_report(const EytzJoinReport *r, ExplainState *es)
 		ExplainPropertyFloat("GPU Kernel Time", "ms", r->kernel_ms, 3, es);
 	}
 	ExplainPropertyFloat("Match Sort Time", "ms", r->sort_ms, 3, es);
+	/* the pipeline: batches whose lookup ran while the next was read */
+	if (r->overlap_batches > 0)
+	{
+		ExplainPropertyUInteger("Lookup Overlap", "batches", r->overlap_batches, es);
+		ExplainPropertyFloat("Lookup Wait Time", "ms", r->wait_ms, 3, es);
+	}
 	if (!es->timing)
 		return;
 	ExplainPropertyFloat("Heap Fetch Time", "ms", r->stage_ms[STAGE_FETCH], 3, es);

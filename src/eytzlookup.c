@@ -81,6 +81,14 @@ typedef enum BatchPhase
 	PHASE_DONE
 } BatchPhase;
 
+/* The batch's first chunk, started ahead by eytz_lookup_start */
+typedef enum AheadState
+{
+	AHEAD_NONE,
+	AHEAD_GPU,					/* in flight on the GPU or the service */
+	AHEAD_CHUNK					/* a CPU view's, in out[0..ahead_n) */
+} AheadState;
+
 /* A query walked alone through the pages, over as many chunks as it takes */
 typedef struct Walk
 {
@@ -139,6 +147,10 @@ struct EytzLookup
 	EytzMatch  *out;
 	EytzMatch  *tmp;
 	uint32		cap;
+	AheadState	ahead;
+	uint32		ahead_max;		/* the max it was started with */
+	uint32		ahead_n;
+	EytzGpuJob	job;			/* AHEAD_GPU on the backend's own GPU copy */
 
 	/* index-only joins: the matches' values (eytz_lookup_want_columns) */
 	bool		want;
@@ -297,10 +309,19 @@ drop_pending_twins(EytzLookup *lk, EytzMatch *m, uint32 from, uint32 n)
 	return out;
 }
 
-/* Release what the view pins (also on error: the context's reset callback) */
+/*
+ * Release what the view pins (also on error: the context's reset callback).
+ * A batch in flight on the backend's GPU copy is waited for first (another
+ * scan may take the copy, and the answer is collected into this scan's
+ * memory); the service's slot is simply released (the service drops an
+ * abandoned answer).
+ */
 static void
 view_unpin(EytzLookup *lk)
 {
+	if (lk->ahead == AHEAD_GPU && lk->gpu)
+		eytz_device_lookup_cancel(&lk->job);
+	lk->ahead = AHEAD_NONE;
 	eytz_region_release(&lk->walk.cursor.region);
 	if (lk->gpu)
 		eytz_device_release(lk->gpu);
@@ -555,6 +576,17 @@ sort_queries(EytzLookup *lk, uint32 from)
 	lk->norder = n;
 }
 
+/* Forget the answer of a first chunk started ahead and not taken */
+static void
+drop_ahead(EytzLookup *lk)
+{
+	if (lk->ahead == AHEAD_GPU && lk->svc)
+		eytz_service_lookup_cancel(lk->svc);
+	else if (lk->ahead == AHEAD_GPU)
+		eytz_device_lookup_cancel(&lk->job);
+	lk->ahead = AHEAD_NONE;
+}
+
 void
 eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 				   const uint32 *rows, uint32 nq)
@@ -563,6 +595,7 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 	instr_time	t0,
 				t1;
 
+	drop_ahead(lk);
 	lk->keys_seen += nq;
 	review_view(lk);
 	lk->lo = lo;
@@ -678,6 +711,31 @@ stage_alloc(EytzLookup *lk, EytzStage *st, uint32 max)
 }
 
 /*
+ * The answer of the first chunk started ahead on the GPU or the service
+ * (the layout's first call of the batch): waited for now, the wait timed
+ */
+static bool
+finish_ahead(EytzLookup *lk, uint32 *nout, uint32 *done, double *kms,
+			 double *tms, bool *staged, char **why)
+{
+	instr_time	t0,
+				t1;
+	bool		ok;
+
+	Assert(lk->next == 0);
+	lk->ahead = AHEAD_NONE;
+	INSTR_TIME_SET_CURRENT(t0);
+	ok = lk->svc ?
+		eytz_service_lookup_finish(lk->svc, lk->out, nout, done, kms, tms,
+								   lk->want ? &lk->stage : NULL, 0, staged, why) :
+		eytz_device_lookup_finish(&lk->job, nout, done, kms, tms, staged, why);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	lk->stats.wait_ms += INSTR_TIME_GET_MILLISEC(t1);
+	return ok;
+}
+
+/*
  * Layout matches of the next queries into out[*n..max); false when nothing
  * more fits (or the layout phase is over).
  */
@@ -712,7 +770,15 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		bool		staged = false;
 		char	   *why = NULL;
 
-		if (!(lk->svc ?
+		if (lk->ahead == AHEAD_GPU)
+		{
+			if (!finish_ahead(lk, &nout, &done, &kms, &tms, &staged, &why))
+			{
+				gpu_fallback(lk, why);
+				return true;
+			}
+		}
+		else if (!(lk->svc ?
 			  eytz_service_lookup_join(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
 									   lk->next, max - *n, lk->out + *n,
 									   &nout, &done, &kms, &tms,
@@ -823,29 +889,34 @@ pending_step(EytzLookup *lk, uint32 *n, uint32 max)
 	return false;
 }
 
-uint32
-eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
+/* The chunk's arrays (and stage) for max matches */
+static void
+chunk_alloc(EytzLookup *lk, uint32 max)
+{
+	if (lk->cap >= max)
+		return;
+	/* one scratch array for both: fewer for the backend to keep */
+	if (lk->out)
+		eytz_scratch_free(lk->out);
+	lk->out = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max * 2);
+	lk->tmp = lk->out + max;
+	lk->cap = max;
+	if (lk->want)
+		stage_alloc(lk, &lk->stage, max);
+}
+
+/* The next chunk of at most max matches into out (eytz_lookup_next) */
+static uint32
+next_chunk(EytzLookup *lk, uint32 max)
 {
 	uint32		n = 0;
 	instr_time	t0,
 				t1,
 				t2;
 
-	Assert(max >= 1);
-	*matches = NULL;
 	if (lk->phase == PHASE_DONE)
 		return 0;
-	if (lk->cap < max)
-	{
-		/* one scratch array for both: fewer for the backend to keep */
-		if (lk->out)
-			eytz_scratch_free(lk->out);
-		lk->out = eytz_scratch_alloc(lk->cxt, sizeof(EytzMatch) * (Size) max * 2);
-		lk->tmp = lk->out + max;
-		lk->cap = max;
-		if (lk->want)
-			stage_alloc(lk, &lk->stage, max);
-	}
+	chunk_alloc(lk, max);
 	INSTR_TIME_SET_CURRENT(t0);
 	lk->sorted_prefix = 0;
 	while (n < max && lk->phase != PHASE_DONE)
@@ -889,8 +960,61 @@ eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
 	if (lk->kind != EYTZ_VIEW_GPU)
 		lk->stats.search_ms += INSTR_TIME_GET_MILLISEC(t1);
 	lk->stats.matches += n;
+	return n;
+}
+
+bool
+eytz_lookup_start(EytzLookup *lk, uint32 max, bool cpu_too)
+{
+	char	   *why = NULL;
+
+	Assert(max >= 1 && lk->ahead == AHEAD_NONE);
+	if (lk->phase != PHASE_LAYOUT || lk->nq == 0)
+		return false;
+	if (lk->kind == EYTZ_VIEW_GPU)
+	{
+		chunk_alloc(lk, max);
+		if (lk->svc)
+			eytz_service_lookup_start(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
+									  0, max, lk->want ? &lk->stage : NULL);
+		else if (!eytz_device_lookup_start(lk->gpu, &lk->job, lk->lo, lk->hi,
+										   lk->rows, lk->nq, 0, max, lk->out,
+										   lk->want ? &lk->stage : NULL, 0,
+										   &why))
+		{
+			gpu_fallback(lk, why);
+			return false;
+		}
+		lk->ahead = AHEAD_GPU;
+	}
+	else if (cpu_too)
+	{
+		lk->ahead_n = next_chunk(lk, max);
+		lk->ahead = AHEAD_CHUNK;
+	}
+	else
+		return false;
+	lk->ahead_max = max;
+	lk->stats.overlap_batches++;
+	return true;
+}
+
+uint32
+eytz_lookup_next(EytzLookup *lk, uint32 max, const EytzMatch **matches)
+{
+	uint32		n;
+
+	Assert(max >= 1);
+	Assert(lk->ahead == AHEAD_NONE || max == lk->ahead_max);
+	if (lk->ahead == AHEAD_CHUNK)
+	{
+		lk->ahead = AHEAD_NONE;
+		n = lk->ahead_n;
+	}
+	else
+		n = next_chunk(lk, max);
 	lk->nout = n;
-	*matches = lk->out;
+	*matches = n > 0 ? lk->out : NULL;
 	return n;
 }
 

@@ -46,11 +46,13 @@ typedef struct EytzLookupStats
 	uint64		lookups;		/* key ranges submitted */
 	uint64		matches;		/* matches returned */
 	uint64		gpu_batches;
+	uint64		overlap_batches;	/* first chunks started ahead */
 	double		acquire_ms;		/* pinning the view: image load, upload, pending list */
 	double		search_ms;		/* CPU search (image or pages) */
 	double		transfer_ms;	/* GPU copies in and out */
 	double		kernel_ms;		/* GPU kernels */
 	double		sort_ms;		/* host-side sorting of matches by TID */
+	double		wait_ms;		/* waiting for first chunks started ahead */
 } EytzLookupStats;
 
 typedef struct EytzLookup EytzLookup;
@@ -73,6 +75,21 @@ extern EytzLookup *eytz_lookup_begin(Relation index, double expected_keys,
 extern void eytz_lookup_submit(EytzLookup *lk, const uint64 *lo,
 							   const uint64 *hi, const uint32 *rows,
 							   uint32 nq);
+
+/*
+ * Start the current batch's first chunk of at most max matches now, so
+ * that it is looked up while the caller does other work (reads its next
+ * batch: the batch's arrays must then stay valid, as always until its
+ * matches are read).  On a GPU view (the backend's copy or the service)
+ * the device works on it meanwhile; with cpu_too a CPU view answers it at
+ * once (no overlap: a developer's way to test the caller's pipeline
+ * without a GPU).  true when started: the next eytz_lookup_next, with the
+ * same max, returns it (waiting for it); false and nothing started on a
+ * CPU view otherwise, or when the GPU refused the batch (the scan goes on
+ * on the CPU).  The next submit or the end of the scan drops an answer not
+ * taken.
+ */
+extern bool eytz_lookup_start(EytzLookup *lk, uint32 max, bool cpu_too);
 
 /*
  * The next at most max (>= 1) matches of the current batch, sorted by (tid,

@@ -62,6 +62,10 @@ struct EytzServiceView
 	uint32		incarnation;
 	bool		gpu;
 	uint64		ndead;			/* of the copy it pins */
+	/* a lookup posted by eytz_service_lookup_start, not waited for yet */
+	bool		posted;
+	bool		posted_alive;	/* the worker was there to take it */
+	uint32		posted_q;		/* its queries in the window */
 };
 
 static const struct config_enum_entry service_device_options[] = {
@@ -300,12 +304,11 @@ svc_claim(EytzServiceView *v, char **why)
 }
 
 /*
- * Send the request the slot's fields describe and wait for the answer.
- * false with *why when the worker stopped (or restarted) meanwhile; a
- * cancel raises here, and the seam's callback frees the slot.
+ * Send the request the slot's fields describe; false when the worker is
+ * not there to take it (svc_wait then says so)
  */
 static bool
-svc_call(EytzServiceView *v, char **why)
+svc_post(EytzServiceView *v)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
 	bool		alive;
@@ -321,6 +324,19 @@ svc_call(EytzServiceView *v, char **why)
 	LWLockRelease(eytz_svc->lock);
 	if (alive)
 		SetLatch(&GetPGProcByNumber(eytz_svc->procno)->procLatch);
+	return alive;
+}
+
+/*
+ * Wait for the answer to the request posted (alive: svc_post's result).
+ * false with *why when the worker stopped (or restarted) meanwhile; a
+ * cancel raises here, and the seam's callback frees the slot.
+ */
+static bool
+svc_wait(EytzServiceView *v, bool alive, char **why)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+
 	while (alive)
 	{
 		EytzSvcSlotState state;
@@ -352,6 +368,13 @@ svc_call(EytzServiceView *v, char **why)
 	if (s->status == ST_FAILED)
 		*why = pstrdup(s->why);
 	return s->status != ST_FAILED;
+}
+
+/* Send the request the slot's fields describe and wait for the answer */
+static bool
+svc_call(EytzServiceView *v, char **why)
+{
+	return svc_wait(v, svc_post(v), why);
 }
 
 /*
@@ -560,30 +583,20 @@ svc_stage(EytzSvcSlot *s, char *answer, uint32 n, EytzStage *stage, uint32 from)
 	}
 }
 
-bool
-eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
-						 const uint32 *rows, uint32 nq, uint32 first,
-						 uint32 max, EytzMatch *out, uint32 *nout,
-						 uint32 *nq_done, double *kernel_ms,
-						 double *transfer_ms, EytzStage *stage,
-						 uint32 stage_from, bool *staged, char **why)
+void
+eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
+						  const uint64 *hi, const uint32 *rows, uint32 nq,
+						  uint32 first, uint32 max, const EytzStage *stage)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
 	char	   *window = eytz_svc_window(v->slot);
-	char	   *answer;
 	Size		bytes = eytz_svc->slot_bytes;
 	uint32		q = nq - first;
 	uint32		m;
 	uint32		i;
 	bool		points = true;
 
-	*nout = 0;
-	*nq_done = 0;
-	*kernel_ms = 0;
-	*transfer_ms = 0;
-	*staged = false;
-	if (first >= nq)
-		return true;
+	Assert(!v->posted && first < nq);
 	/* half the window for queries at most, the rest for matches */
 	q = Min(q, (uint32) (bytes / 2 / EYTZ_SVC_QUERY_BYTES));
 	m = Min(max, (uint32) ((bytes - eytz_svc_out_offset(q)) /
@@ -603,9 +616,31 @@ eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
 	s->ncols = stage ? stage->ncols : 0;
 	if (stage)
 		memcpy(s->cols, stage->cols, sizeof(s->cols));
-	if (!svc_call(v, why))
+	v->posted = true;
+	v->posted_q = q;
+	v->posted_alive = svc_post(v);
+}
+
+bool
+eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out, uint32 *nout,
+						   uint32 *nq_done, double *kernel_ms,
+						   double *transfer_ms, EytzStage *stage,
+						   uint32 stage_from, bool *staged, char **why)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	char	   *answer;
+	uint32		i;
+
+	Assert(v->posted);
+	v->posted = false;
+	*nout = 0;
+	*nq_done = 0;
+	*kernel_ms = 0;
+	*transfer_ms = 0;
+	*staged = false;
+	if (!svc_wait(v, v->posted_alive, why))
 		return false;
-	answer = window + eytz_svc_out_offset(q);
+	answer = eytz_svc_window(v->slot) + eytz_svc_out_offset(v->posted_q);
 	memcpy(out, answer, s->nout * sizeof(EytzMatch));
 	/* a match's "unused" is its staged position in the answer */
 	*staged = s->staged;
@@ -620,6 +655,39 @@ eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
 	*kernel_ms = s->kernel_ms;
 	*transfer_ms = s->transfer_ms;
 	return true;
+}
+
+void
+eytz_service_lookup_cancel(EytzServiceView *v)
+{
+	char	   *why;
+
+	if (!v->posted)
+		return;
+	v->posted = false;
+	/* a failure here is the next request's to report */
+	(void) svc_wait(v, v->posted_alive, &why);
+}
+
+bool
+eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
+						 const uint32 *rows, uint32 nq, uint32 first,
+						 uint32 max, EytzMatch *out, uint32 *nout,
+						 uint32 *nq_done, double *kernel_ms,
+						 double *transfer_ms, EytzStage *stage,
+						 uint32 stage_from, bool *staged, char **why)
+{
+	*nout = 0;
+	*nq_done = 0;
+	*kernel_ms = 0;
+	*transfer_ms = 0;
+	*staged = false;
+	if (first >= nq)
+		return true;
+	eytz_service_lookup_start(v, lo, hi, rows, nq, first, max, stage);
+	return eytz_service_lookup_finish(v, out, nout, nq_done, kernel_ms,
+									  transfer_ms, stage, stage_from, staged,
+									  why);
 }
 
 void

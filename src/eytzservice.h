@@ -89,6 +89,25 @@ extern bool eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo,
 									 char **why);
 
 /*
+ * The same call split in two (see eytz_device_lookup_start): the request is
+ * copied into the slot's window and posted, and the caller may go on while
+ * the service answers; eytz_service_lookup_finish waits for the answer.
+ * first < nq.  One request at a time per view: eytz_service_lookup_cancel
+ * waits for one posted and forgets its answer (releasing the view also
+ * abandons it).
+ */
+extern void eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
+									  const uint64 *hi, const uint32 *rows,
+									  uint32 nq, uint32 first, uint32 max,
+									  const EytzStage *stage);
+extern bool eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out,
+									   uint32 *nout, uint32 *nq_done,
+									   double *kernel_ms, double *transfer_ms,
+									   EytzStage *stage, uint32 stage_from,
+									   bool *staged, char **why);
+extern void eytz_service_lookup_cancel(EytzServiceView *v);
+
+/*
  * The tombstones the layout of the view's copy counted (meta.ndead when it
  * was streamed): the copy lacks those VACUUM made since
  */

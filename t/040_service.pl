@@ -124,6 +124,25 @@ like(
 	'both indexes are resident, with bytes and hits');
 is(status('slots_in_use'), '0', 'no slot held between queries');
 
+# the pipeline (eytzgpu.lookup_overlap, where work_mem holds two batches):
+# each batch's first request is posted, the next batch read, then the
+# answer taken
+my $pipe = "$force SET work_mem = '64MB'; SET eytzgpu.batch_size = 3000;";
+like(
+	$node->safe_psql('postgres',
+		"$pipe EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+		  . "SELECT count(*) FROM o JOIN t ON t.k = o.k"),
+	qr/Device: $service_device.*Lookup Overlap: (?:[2-9]|\d\d+) batches/s,
+	'the join reads its next batch while the service answers');
+is($node->safe_psql('postgres', "$pipe $diff"), '0', 'its answer is PostgreSQL\'s');
+is( $node->safe_psql(
+		'postgres', "$pipe SELECT count(*) FROM (($range EXCEPT ALL "
+		  . "SELECT * FROM expected_range) UNION ALL (SELECT * FROM expected_range "
+		  . "EXCEPT ALL $range)) d"),
+	'0',
+	'also for ranges');
+is(status('slots_in_use'), '0', 'no slot held after pipelined joins');
+
 # index-only joins through the service: its answers carry the included
 # values (int8, float8 with NULLs and extremes, bool, date), so that
 # all-visible heap pages are not read; pending entries, and entries whose
@@ -253,6 +272,8 @@ my $script = "$force\n";
 for my $i (1 .. 40)
 {
 	my $ms = 1 + ($i * 7) % 30;
+	# the second half with the pipeline: cancelled with a request posted
+	$script .= "SET work_mem = '64MB'; SET eytzgpu.batch_size = 3000;\n" if $i == 21;
 	$script .= "INSERT INTO t (k) VALUES (20000000); SELECT eytzgpu_merge('t_k');\n" if $i % 8 == 0;
 	$script .= "SET statement_timeout = '${ms}ms';\n"
 	  . "SELECT count(*) FROM o JOIN t ON t.k = o.k JOIN t8 ON t8.k = o.k;\n"
