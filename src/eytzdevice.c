@@ -505,10 +505,10 @@ collect(EytzGpuEntry *e)
 		format_gpu_error(job->why, sizeof(job->why), "GPU lookup", rc, errbuf);
 		return;
 	}
-	job->nout = (uint32) res.nmatch;
-	job->nq_done = (uint32) res.nq_done;
-	job->kernel_ms = res.kernel_ms;
-	job->transfer_ms = res.transfer_ms;
+	job->answer.nout = (uint32) res.nmatch;
+	job->answer.nq_done = (uint32) res.nq_done;
+	job->answer.kernel_ms = res.kernel_ms;
+	job->answer.transfer_ms = res.transfer_ms;
 	if (job->out == NULL)
 		return;
 	for (j = 0; j < res.nmatch; j++)
@@ -520,7 +520,7 @@ collect(EytzGpuEntry *e)
 	if (e->mask != 0)
 	{
 		stage_result(e, &res, res.nmatch, job->stage, job->stage_from);
-		job->staged = true;
+		job->answer.staged = true;
 	}
 }
 
@@ -577,29 +577,19 @@ eytz_device_lookup_start(EytzGpuEntry *e, EytzGpuJob *job, const uint64 *lo,
 }
 
 bool
-eytz_device_lookup_finish(EytzGpuJob *job, uint32 *nout, uint32 *nq_done,
-						  double *kernel_ms, double *transfer_ms, bool *staged,
-						  char **why)
+eytz_device_lookup_finish(EytzGpuJob *job, EytzGpuAnswer *answer, char **why)
 {
 	Assert(job->entry != NULL);
 	if (!job->collected)
 		collect(job->entry);
 	job->entry = NULL;
-	*nout = 0;
-	*nq_done = 0;
-	*kernel_ms = 0;
-	*transfer_ms = 0;
-	*staged = false;
 	if (!job->ok)
 	{
+		memset(answer, 0, sizeof(EytzGpuAnswer));
 		*why = pstrdup(job->why);
 		return false;
 	}
-	*nout = job->nout;
-	*nq_done = job->nq_done;
-	*kernel_ms = job->kernel_ms;
-	*transfer_ms = job->transfer_ms;
-	*staged = job->staged;
+	*answer = job->answer;
 	return true;
 }
 
@@ -614,24 +604,6 @@ eytz_device_lookup_cancel(EytzGpuJob *job)
 		collect(job->entry);
 	}
 	job->entry = NULL;
-}
-
-/* The batch at once: started, then finished */
-bool
-eytz_device_lookup_join(EytzGpuEntry *e, const uint64 *lo, const uint64 *hi,
-						const uint32 *rows, uint32 nq, uint32 first,
-						uint32 max, EytzMatch *out, uint32 *nout,
-						uint32 *nq_done, double *kernel_ms,
-						double *transfer_ms, EytzStage *stage,
-						uint32 stage_from, bool *staged, char **why)
-{
-	EytzGpuJob	job;
-
-	if (!eytz_device_lookup_start(e, &job, lo, hi, rows, nq, first, max, out,
-								  stage, stage_from, why))
-		return false;
-	return eytz_device_lookup_finish(&job, nout, nq_done, kernel_ms,
-									 transfer_ms, staged, why);
 }
 
 /*
@@ -763,18 +735,6 @@ eytz_device_release(EytzGpuEntry *entry)
 }
 
 bool
-eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo, const uint64 *hi,
-						const uint32 *rows, uint32 nq, uint32 first,
-						uint32 max, EytzMatch *out, uint32 *nout,
-						uint32 *nq_done, double *kernel_ms,
-						double *transfer_ms, EytzStage *stage,
-						uint32 stage_from, bool *staged, char **why)
-{
-	*why = "eytzgpu was built without CUDA";
-	return false;
-}
-
-bool
 eytz_device_lookup_start(EytzGpuEntry *entry, EytzGpuJob *job,
 						 const uint64 *lo, const uint64 *hi,
 						 const uint32 *rows, uint32 nq, uint32 first,
@@ -786,9 +746,7 @@ eytz_device_lookup_start(EytzGpuEntry *entry, EytzGpuJob *job,
 }
 
 bool
-eytz_device_lookup_finish(EytzGpuJob *job, uint32 *nout, uint32 *nq_done,
-						  double *kernel_ms, double *transfer_ms, bool *staged,
-						  char **why)
+eytz_device_lookup_finish(EytzGpuJob *job, EytzGpuAnswer *answer, char **why)
 {
 	*why = "eytzgpu was built without CUDA";
 	return false;

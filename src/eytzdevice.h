@@ -80,36 +80,27 @@ extern void eytz_device_release(EytzGpuEntry *entry);
 
 /*
  * Look up queries first..nq-1 of a batch (closed ranges [lo[i], hi[i]] of
- * encoded keys, asked by rows[i]) and return the matches of the longest
- * prefix of them that fits in max: out[0..*nout) sorted by (tid, row),
- * tombstones dropped, and *nq_done the queries answered (0 when the first
- * one alone has more than max matches: the caller walks it elsewhere).
- * The GPU sorts, narrows and drops tombstones (eytzgpu_lookup_join); false
- * with *why on failure (nothing returned).  With a stage (else NULL), the
- * matches' values, gathered on the GPU, go to stage positions stage_from +
- * j and *staged says so (false: the copy has no values to give).
- */
-extern bool eytz_device_lookup_join(EytzGpuEntry *entry, const uint64 *lo,
-									const uint64 *hi, const uint32 *rows,
-									uint32 nq, uint32 first, uint32 max,
-									EytzMatch *out, uint32 *nout,
-									uint32 *nq_done, double *kernel_ms,
-									double *transfer_ms, EytzStage *stage,
-									uint32 stage_from, bool *staged,
-									char **why);
-
-/*
- * The same call split in two, so that the GPU works while the caller does
- * something else (the executor reads its next batch of outer rows):
- * eytz_device_lookup_start sends the queries (copied into the library's
- * pinned inputs: the caller's arrays may change at once) and returns;
- * eytz_device_lookup_finish waits for the answer and returns it as
- * eytz_device_lookup_join does.  One batch at a time can be in flight on a
- * copy, and scans of one backend share copies: another scan's call on the
- * same copy first collects the answer in flight into its job (its out and
- * stage, which must stay valid until finish or cancel).  A job's memory
- * must outlive it: eytz_device_lookup_cancel (no allocation, no ereport:
- * also for the error path) waits for its batch and forgets the answer.
+ * encoded keys, asked by rows[i]) on the GPU, in two calls so that the GPU
+ * works while the caller does something else (the executor reads its next
+ * batch of outer rows).  eytz_device_lookup_start sends the queries (copied
+ * into the library's pinned inputs: the caller's arrays may change at once)
+ * and returns; false with *why when the GPU refused them.
+ * eytz_device_lookup_finish waits and returns the matches of the longest
+ * prefix of the queries that fits in max: out[0..nout) sorted by (tid,
+ * row), tombstones dropped, and nq_done the queries answered (0 when the
+ * first one alone has more than max matches: the caller walks it
+ * elsewhere).  The GPU sorts, narrows and drops tombstones
+ * (eytzgpu_lookup_join); false with *why on failure (nothing returned).
+ * With a stage (else NULL), the matches' values, gathered on the GPU, go to
+ * stage positions stage_from + j and staged says so (false: the copy has no
+ * values to give).
+ *
+ * One batch at a time can be in flight on a copy, and scans of one backend
+ * share copies: another scan's call on the same copy first collects the
+ * answer in flight into its job (its out and stage, which must stay valid
+ * until finish or cancel).  A job's memory must outlive it:
+ * eytz_device_lookup_cancel (no allocation, no ereport: also for the error
+ * path) waits for its batch and forgets the answer.
  */
 typedef struct EytzGpuJob
 {
@@ -120,11 +111,7 @@ typedef struct EytzGpuJob
 	EytzStage  *stage;
 	uint32		stage_from;
 	bool		ok;
-	uint32		nout;
-	uint32		nq_done;
-	bool		staged;
-	double		kernel_ms;
-	double		transfer_ms;
+	EytzGpuAnswer answer;
 	char		why[256];
 } EytzGpuJob;
 
@@ -134,9 +121,7 @@ extern bool eytz_device_lookup_start(EytzGpuEntry *entry, EytzGpuJob *job,
 									 uint32 first, uint32 max, EytzMatch *out,
 									 EytzStage *stage, uint32 stage_from,
 									 char **why);
-extern bool eytz_device_lookup_finish(EytzGpuJob *job, uint32 *nout,
-									  uint32 *nq_done, double *kernel_ms,
-									  double *transfer_ms, bool *staged,
+extern bool eytz_device_lookup_finish(EytzGpuJob *job, EytzGpuAnswer *answer,
 									  char **why);
 extern void eytz_device_lookup_cancel(EytzGpuJob *job);
 

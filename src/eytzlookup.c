@@ -711,12 +711,43 @@ stage_alloc(EytzLookup *lk, EytzStage *st, uint32 max)
 }
 
 /*
+ * Start the GPU (or the service) on queries first.. of the batch, their
+ * matches (at most max) to go to out[at..) and stage positions at..; false
+ * with *why when the GPU refused them
+ */
+static bool
+gpu_start(EytzLookup *lk, uint32 first, uint32 max, uint32 at, char **why)
+{
+	EytzStage  *stage = lk->want ? &lk->stage : NULL;
+
+	if (lk->svc)
+	{
+		eytz_service_lookup_start(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
+								  first, max, stage);
+		return true;
+	}
+	return eytz_device_lookup_start(lk->gpu, &lk->job, lk->lo, lk->hi,
+									lk->rows, lk->nq, first, max,
+									lk->out + at, stage, at, why);
+}
+
+/* Wait for what gpu_start started (with the same at) */
+static bool
+gpu_finish(EytzLookup *lk, uint32 at, EytzGpuAnswer *answer, char **why)
+{
+	if (lk->svc)
+		return eytz_service_lookup_finish(lk->svc, lk->out + at,
+										  lk->want ? &lk->stage : NULL, at,
+										  answer, why);
+	return eytz_device_lookup_finish(&lk->job, answer, why);
+}
+
+/*
  * The answer of the first chunk started ahead on the GPU or the service
  * (the layout's first call of the batch): waited for now, the wait timed
  */
 static bool
-finish_ahead(EytzLookup *lk, uint32 *nout, uint32 *done, double *kms,
-			 double *tms, bool *staged, char **why)
+finish_ahead(EytzLookup *lk, EytzGpuAnswer *answer, char **why)
 {
 	instr_time	t0,
 				t1;
@@ -725,10 +756,7 @@ finish_ahead(EytzLookup *lk, uint32 *nout, uint32 *done, double *kms,
 	Assert(lk->next == 0);
 	lk->ahead = AHEAD_NONE;
 	INSTR_TIME_SET_CURRENT(t0);
-	ok = lk->svc ?
-		eytz_service_lookup_finish(lk->svc, lk->out, nout, done, kms, tms,
-								   lk->want ? &lk->stage : NULL, 0, staged, why) :
-		eytz_device_lookup_finish(&lk->job, nout, done, kms, tms, staged, why);
+	ok = gpu_finish(lk, 0, answer, why);
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	lk->stats.wait_ms += INSTR_TIME_GET_MILLISEC(t1);
@@ -763,49 +791,33 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 	}
 	if (lk->kind == EYTZ_VIEW_GPU)
 	{
-		uint32		nout = 0,
-					done = 0;
-		double		kms,
-					tms;
-		bool		staged = false;
+		EytzGpuAnswer answer;
 		char	   *why = NULL;
+		bool		ok;
 
 		if (lk->ahead == AHEAD_GPU)
-		{
-			if (!finish_ahead(lk, &nout, &done, &kms, &tms, &staged, &why))
-			{
-				gpu_fallback(lk, why);
-				return true;
-			}
-		}
-		else if (!(lk->svc ?
-			  eytz_service_lookup_join(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
-									   lk->next, max - *n, lk->out + *n,
-									   &nout, &done, &kms, &tms,
-									   lk->want ? &lk->stage : NULL, *n, &staged,
-									   &why) :
-			  eytz_device_lookup_join(lk->gpu, lk->lo, lk->hi, lk->rows, lk->nq,
-									  lk->next, max - *n, lk->out + *n,
-									  &nout, &done, &kms, &tms,
-									  lk->want ? &lk->stage : NULL, *n, &staged,
-									  &why)))
+			ok = finish_ahead(lk, &answer, &why);
+		else
+			ok = gpu_start(lk, lk->next, max - *n, *n, &why) &&
+				gpu_finish(lk, *n, &answer, &why);
+		if (!ok)
 		{
 			gpu_fallback(lk, why);
 			return true;
 		}
-		lk->stats.kernel_ms += kms;
-		lk->stats.transfer_ms += tms;
-		if (kms > 0 || tms > 0)
+		lk->stats.kernel_ms += answer.kernel_ms;
+		lk->stats.transfer_ms += answer.transfer_ms;
+		if (answer.kernel_ms > 0 || answer.transfer_ms > 0)
 			lk->stats.gpu_batches++;
-		*n += nout;
-		lk->next += done;
-		if (!staged)
+		*n += answer.nout;
+		lk->next += answer.nq_done;
+		if (!answer.staged)
 			stage_none(lk, before, *n);
 		*n = drop_pending_twins(lk, lk->out, before, *n);
 		/* one GPU answer alone in the chunk needs no sort */
 		if (before == 0)
 			lk->sorted_prefix = *n;
-		if (done > 0)
+		if (answer.nq_done > 0)
 			return true;
 		if (before > 0)
 			return false;
@@ -974,13 +986,7 @@ eytz_lookup_start(EytzLookup *lk, uint32 max, bool cpu_too)
 	if (lk->kind == EYTZ_VIEW_GPU)
 	{
 		chunk_alloc(lk, max);
-		if (lk->svc)
-			eytz_service_lookup_start(lk->svc, lk->lo, lk->hi, lk->rows, lk->nq,
-									  0, max, lk->want ? &lk->stage : NULL);
-		else if (!eytz_device_lookup_start(lk->gpu, &lk->job, lk->lo, lk->hi,
-										   lk->rows, lk->nq, 0, max, lk->out,
-										   lk->want ? &lk->stage : NULL, 0,
-										   &why))
+		if (!gpu_start(lk, 0, max, 0, &why))
 		{
 			gpu_fallback(lk, why);
 			return false;

@@ -66,6 +66,20 @@ typedef struct EytzStage
 	bool	   *isnull[EYTZ_MAX_INCLUDE];
 } EytzStage;
 
+/*
+ * What one GPU lookup call (the backend's copy or the service) answered:
+ * the matches of the first nq_done queries, nout of them, and whether their
+ * values were staged
+ */
+typedef struct EytzGpuAnswer
+{
+	uint32		nout;
+	uint32		nq_done;
+	double		kernel_ms;
+	double		transfer_ms;
+	bool		staged;
+} EytzGpuAnswer;
+
 /* A large array in cxt, on huge pages where the kernel has them */
 extern void *eytz_alloc_large(MemoryContext cxt, Size size);
 

@@ -622,38 +622,33 @@ eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
 }
 
 bool
-eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out, uint32 *nout,
-						   uint32 *nq_done, double *kernel_ms,
-						   double *transfer_ms, EytzStage *stage,
-						   uint32 stage_from, bool *staged, char **why)
+eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out,
+						   EytzStage *stage, uint32 stage_from,
+						   EytzGpuAnswer *answer, char **why)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
-	char	   *answer;
+	char	   *reply;
 	uint32		i;
 
 	Assert(v->posted);
 	v->posted = false;
-	*nout = 0;
-	*nq_done = 0;
-	*kernel_ms = 0;
-	*transfer_ms = 0;
-	*staged = false;
+	memset(answer, 0, sizeof(EytzGpuAnswer));
 	if (!svc_wait(v, v->posted_alive, why))
 		return false;
-	answer = eytz_svc_window(v->slot) + eytz_svc_out_offset(v->posted_q);
-	memcpy(out, answer, s->nout * sizeof(EytzMatch));
-	/* a match's "unused" is its staged position in the answer */
-	*staged = s->staged;
+	reply = eytz_svc_window(v->slot) + eytz_svc_out_offset(v->posted_q);
+	memcpy(out, reply, s->nout * sizeof(EytzMatch));
+	/* a match's "unused" is its staged position in the reply */
+	answer->staged = s->staged;
 	if (s->staged)
 	{
 		for (i = 0; i < s->nout; i++)
 			out[i].unused += stage_from;
-		svc_stage(s, answer, s->nout, stage, stage_from);
+		svc_stage(s, reply, s->nout, stage, stage_from);
 	}
-	*nout = s->nout;
-	*nq_done = s->nq_done;
-	*kernel_ms = s->kernel_ms;
-	*transfer_ms = s->transfer_ms;
+	answer->nout = s->nout;
+	answer->nq_done = s->nq_done;
+	answer->kernel_ms = s->kernel_ms;
+	answer->transfer_ms = s->transfer_ms;
 	return true;
 }
 
@@ -667,27 +662,6 @@ eytz_service_lookup_cancel(EytzServiceView *v)
 	v->posted = false;
 	/* a failure here is the next request's to report */
 	(void) svc_wait(v, v->posted_alive, &why);
-}
-
-bool
-eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo, const uint64 *hi,
-						 const uint32 *rows, uint32 nq, uint32 first,
-						 uint32 max, EytzMatch *out, uint32 *nout,
-						 uint32 *nq_done, double *kernel_ms,
-						 double *transfer_ms, EytzStage *stage,
-						 uint32 stage_from, bool *staged, char **why)
-{
-	*nout = 0;
-	*nq_done = 0;
-	*kernel_ms = 0;
-	*transfer_ms = 0;
-	*staged = false;
-	if (first >= nq)
-		return true;
-	eytz_service_lookup_start(v, lo, hi, rows, nq, first, max, stage);
-	return eytz_service_lookup_finish(v, out, nout, nq_done, kernel_ms,
-									  transfer_ms, stage, stage_from, staged,
-									  why);
 }
 
 void

@@ -71,40 +71,26 @@ extern EytzServiceView *eytz_service_pin(Relation index,
 extern const char *eytz_service_device_name(const EytzServiceView *v);
 
 /*
- * eytz_device_lookup_join's contract (eytzdevice.h) through the service:
- * the matches of the longest prefix of queries first..nq-1 that fits in max
- * (and in the slot's window), sorted by (tid, row), tombstones dropped;
- * with a stage (else NULL), each match's key and asked-for included values
- * at stage positions stage_from + j (the match's "unused" says which j)
- * and *staged says so (false: the copy has no values to give).  false with
- * *why when the service failed or stopped: nothing returned.
- */
-extern bool eytz_service_lookup_join(EytzServiceView *v, const uint64 *lo,
-									 const uint64 *hi, const uint32 *rows,
-									 uint32 nq, uint32 first, uint32 max,
-									 EytzMatch *out, uint32 *nout,
-									 uint32 *nq_done, double *kernel_ms,
-									 double *transfer_ms, EytzStage *stage,
-									 uint32 stage_from, bool *staged,
-									 char **why);
-
-/*
- * The same call split in two (see eytz_device_lookup_start): the request is
- * copied into the slot's window and posted, and the caller may go on while
- * the service answers; eytz_service_lookup_finish waits for the answer.
- * first < nq.  One request at a time per view: eytz_service_lookup_cancel
- * waits for one posted and forgets its answer (releasing the view also
- * abandons it).
+ * eytz_device_lookup_start/finish's contract (eytzdevice.h) through the
+ * service: eytz_service_lookup_start copies the request into the slot's
+ * window and posts it (first < nq), and the caller may go on while the
+ * service answers; eytz_service_lookup_finish waits for the answer: the
+ * matches of the longest prefix of queries first..nq-1 that fits in max
+ * (and in the slot's window), sorted by (tid, row), tombstones dropped,
+ * into out; with a stage (else NULL), each match's key and asked-for
+ * included values at stage positions stage_from + j (the match's "unused"
+ * says which j).  false with *why when the service failed or stopped:
+ * nothing returned.  One request at a time per view:
+ * eytz_service_lookup_cancel waits for one posted and forgets its answer
+ * (releasing the view also abandons it).
  */
 extern void eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
 									  const uint64 *hi, const uint32 *rows,
 									  uint32 nq, uint32 first, uint32 max,
 									  const EytzStage *stage);
 extern bool eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out,
-									   uint32 *nout, uint32 *nq_done,
-									   double *kernel_ms, double *transfer_ms,
 									   EytzStage *stage, uint32 stage_from,
-									   bool *staged, char **why);
+									   EytzGpuAnswer *answer, char **why);
 extern void eytz_service_lookup_cancel(EytzServiceView *v);
 
 /*
