@@ -77,7 +77,7 @@
 /*
  * CSR compaction of point results already in query order (k_csr_compact):
  * 4 results a thread, a warp's tile of 128 queries per look-back (not
- * tuned; the shared-memory walk's tiles are 32 x EYTZ_SMEM_Q).
+ * tuned; the shared-memory walk's tiles are 32 x EYTZ_CSR_SMEM_Q).
  */
 #define EYTZ_COMPACT_Q			4
 

@@ -260,21 +260,6 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
 	return cudaMemcpyAsync(h->d_jrows + a, js->h_rows + a, m * 4, cudaMemcpyHostToDevice, h->st);
 }
 
-/*
- * The inputs to the device.  From the set's pinned inputs: their transfer.
- * From the caller's arrays: copied into the pinned inputs (narrowed, see
- * StagePlan; streaming stores) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
- * (one thread copies far less than the bus carries; more threads than that
- * measured slower, see eytz_tuning.h), each chunk's transfer queued as
- * soon as it is there, so that copies and transfers overlap.  Chunks are
- * sized so that every thread gets EYTZ_STAGE_CHUNKS_PER_THREAD
- * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
- * of 2^20 queries are staged by all threads too.  The threads copy memory and nothing else;
- * they start with every signal blocked (the host process's handlers stay
- * on its own thread) and are joined before this returns.  Chunks are sent
- * in order, by the calling thread, which then calls sent (when set) with
- * the chunk: it may queue the chunk's walk.
- */
 /* Threads that copy the caller's arrays: half the cores, at most EYTZ_STAGE_THREADS */
 static uint64_t
 stage_threads(void)
@@ -294,6 +279,21 @@ stage_chunk_queries(uint64_t nq)
 /* What to do with a chunk [a, a + m) of the queries once its transfer is queued */
 typedef std::function<cudaError_t(uint64_t a, uint64_t m)> ChunkSent;
 
+/*
+ * The inputs to the device.  From the set's pinned inputs: their transfer.
+ * From the caller's arrays: copied into the pinned inputs (narrowed, see
+ * StagePlan; streaming stores) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
+ * (one thread copies far less than the bus carries; more threads than that
+ * measured slower, see eytz_tuning.h), each chunk's transfer queued as
+ * soon as it is there, so that copies and transfers overlap.  Chunks are
+ * sized so that every thread gets EYTZ_STAGE_CHUNKS_PER_THREAD
+ * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
+ * of 2^20 queries are staged by all threads too.  The threads copy memory and nothing else;
+ * they start with every signal blocked (the host process's handlers stay
+ * on its own thread) and are joined before this returns.  Chunks are sent
+ * in order, by the calling thread, which then calls sent (when set) with
+ * the chunk: it may queue the chunk's walk.
+ */
 static cudaError_t
 stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, bool narrow,
 			 const ChunkSent &sent)
