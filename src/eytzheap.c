@@ -7,7 +7,12 @@
  * lock every TID of the block is resolved with heap_hot_search_buffer(),
  * which follows the HOT chain from the TID the index holds to the member the
  * snapshot sees and does what heapam does for serializable transactions
- * (conflict-out checks, tuple predicate locks).  The lock is then released
+ * (conflict-out checks, tuple predicate locks).  On a page marked
+ * all-visible, every tuple on it is visible to every MVCC snapshot, so
+ * there the chain's first tuple is the one the snapshot sees and no tuple
+ * header is tested, as heapgetpage() does for a sequential scan (not for a
+ * snapshot taken during recovery, nor in a serializable transaction, whose
+ * reads heap_hot_search_buffer() must record).  The lock is then released
  * and the visible tuples are read from the still pinned page, as
  * heapam_scan_bitmap_next_block/next_tuple do.  Tables of other access
  * methods are read one TID at a time through table_index_fetch_tuple().
@@ -39,12 +44,14 @@
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "pgstat.h"
 #include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapshot.h"
 
 #include "eytzgpu.h"
 #include "eytzheap.h"
@@ -88,6 +95,8 @@ struct EytzHeapFetch
 	Buffer		buf;
 	BlockNumber blk;
 	bool		blk_exists;
+	bool		blk_all_visible;	/* the page's PD_ALL_VISIBLE, where trusted */
+	bool		trust_all_visible;	/* see the file header */
 	BlockNumber nblocks;		/* the table's size when last looked at */
 	uint32		block_no;		/* blocks begun: tags vis[] entries */
 	uint64		pages;			/* blocks read */
@@ -117,6 +126,8 @@ eytz_heap_begin(Relation rel, Snapshot snapshot, MemoryContext cxt)
 	hf->rel = rel;
 	hf->snapshot = snapshot;
 	hf->page_mode = rel->rd_tableam == GetHeapamTableAmRoutine();
+	hf->trust_all_visible = snapshot->snapshot_type == SNAPSHOT_MVCC &&
+		!snapshot->takenDuringRecovery && !IsolationIsSerializable();
 	hf->slot = table_slot_create(rel, NULL);
 	if (!hf->page_mode)
 		hf->ifetch = table_index_fetch_begin(rel);
@@ -301,6 +312,38 @@ eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk)
 	hf->pages++;
 	heap_page_prune_opt(hf->rel, hf->buf);
 	LockBuffer(hf->buf, BUFFER_LOCK_SHARE);
+	hf->blk_all_visible = hf->trust_all_visible &&
+		PageIsAllVisible(BufferGetPage(hf->buf));
+}
+
+/*
+ * The chain member at TID (the current block, off) on an all-visible page:
+ * its first tuple (through a redirect), or InvalidOffsetNumber where the
+ * TID names no chain's start (what heap_hot_search_buffer() refuses too)
+ */
+static OffsetNumber
+chain_start_all_visible(Page page, OffsetNumber off)
+{
+	ItemId		lp;
+
+	if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page))
+		return InvalidOffsetNumber;
+	lp = PageGetItemId(page, off);
+	if (ItemIdIsRedirected(lp))
+	{
+		/* a redirect leads to a heap-only tuple, never to another redirect */
+		off = ItemIdGetRedirect(lp);
+		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page))
+			return InvalidOffsetNumber;
+		lp = PageGetItemId(page, off);
+		return ItemIdIsNormal(lp) ? off : InvalidOffsetNumber;
+	}
+	if (!ItemIdIsNormal(lp))
+		return InvalidOffsetNumber;
+	/* a heap-only tuple where a chain should start: the slot was reused */
+	if (HeapTupleHeaderIsHeapOnly((HeapTupleHeader) PageGetItem(page, lp)))
+		return InvalidOffsetNumber;
+	return off;
 }
 
 /* Resolve the TID (current block, off) under the block's lock */
@@ -320,6 +363,11 @@ eytz_heap_resolve(EytzHeapFetch *hf, OffsetNumber off)
 	e->visible = InvalidOffsetNumber;
 	if (!hf->blk_exists)
 		return;
+	if (hf->blk_all_visible)
+	{
+		e->visible = chain_start_all_visible(BufferGetPage(hf->buf), off);
+		return;
+	}
 	ItemPointerSet(&tid, hf->blk, off);
 	if (heap_hot_search_buffer(&tid, hf->rel, hf->buf, hf->snapshot, &tuple,
 							   NULL, true))
