@@ -55,6 +55,7 @@
 #include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
+#include "eytzouter.h"
 
 bool		eytz_enable_join = true;
 double		eytz_page_touch_cost = 0;
@@ -788,6 +789,11 @@ eytz_join_init(void)
 							"Batches are also bounded by work_mem * hash_mem_multiplier; the first batch of a scan is small and grows.",
 							&eytz_batch_size, 1048576, 1, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("eytzgpu.direct_outer",
+							 "Lets the eytzgpu join read the pages of an outer Seq Scan itself.",
+							 "Where the outer side is a Seq Scan of a heap table without a filter or a projection, the join reads its visible tuples a page at a time instead of a row at a time through the Seq Scan node.",
+							 &eytz_direct_outer, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("eytzgpu.lookup_overlap",
 							 "Lets the eytzgpu join read its next batch of outer rows while the GPU looks up the current one.",
 							 "on: where the GPU (or the GPU service) answers and work_mem * hash_mem_multiplier holds two full batches; off: never; always: also on the CPU, which then answers the first chunk at once (to test the pipeline without a GPU).",

@@ -43,6 +43,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -67,6 +68,7 @@
 #include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
+#include "eytzouter.h"
 
 #define EYTZ_FIRST_BATCH 1024
 /*
@@ -164,6 +166,7 @@ typedef struct EytzJoinReport
 	uint64		matches;
 	uint64		fetches;
 	uint64		heap_blocks;
+	uint64		outer_pages;	/* read directly (eytzouter.c) */
 	uint64		gpu_batches;
 	uint64		overlap_batches;
 	double		acquire_ms;
@@ -261,6 +264,7 @@ typedef struct EytzJoinState
 	bool		started;
 	EytzLookup *lookup;
 	EytzHeapFetch *hf;
+	EytzOuterScan *outer_scan;	/* the outer Seq Scan read directly, or NULL */
 	MemoryContext innercxt;		/* whole-row values of the current inner tuple */
 	Buffer		vmbufs[EYTZ_VM_BUFS];	/* index-only: visibility map pages */
 	bool	   *from_index;		/* index-only: per match of the chunk */
@@ -663,6 +667,7 @@ eytz_join_start(EytzJoinState *st)
 	st->stage = STAGE_LOOKUP;
 	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
 	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
+	st->outer_scan = eytz_outer_begin(outer_ps(st), estate);
 	/* the visibility map is the heap access method's */
 	if (st->heap->rd_tableam != GetHeapamTableAmRoutine())
 		st->index_only = false;
@@ -766,6 +771,47 @@ parallel_batch(EytzJoinState *st)
 						(double) (eytz_batch_size / EYTZ_GROWTH));
 }
 
+/* The next outer row: read from its pages directly where that is possible */
+static pg_attribute_always_inline TupleTableSlot *
+next_outer(EytzJoinState *st, PlanState *outer)
+{
+	return st->outer_scan ? eytz_outer_next(st->outer_scan) : ExecProcNode(outer);
+}
+
+/*
+ * The queries of up to "want" outer rows whose key is a column of their
+ * own (plain_key), read from the outer table's tuples as they lie in its
+ * pages: neither a slot nor a deformed row per tuple
+ */
+static void
+read_keys_direct(EytzJoinState *st, uint32 want)
+{
+	TupleDesc	desc = eytz_outer_desc(st->outer_scan);
+	AttrNumber	a = eytz_outer_attno(st->outer_scan, st->key_attnos[0]);
+	uint64		(*encode) (Datum value) = st->kt->encode;
+
+	while (st->nrows < want)
+	{
+		HeapTuple	tuple = eytz_outer_next_tuple(st->outer_scan);
+		bool		isnull;
+		Datum		key;
+
+		if (tuple == NULL)
+		{
+			st->outer_done = true;
+			break;
+		}
+		key = heap_getattr(tuple, a, desc, &isnull);
+		if (!isnull)
+		{
+			st->qlo[st->nq] = st->qhi[st->nq] = encode(key);
+			st->qrow[st->nq] = st->nq;
+			st->nq++;
+		}
+		st->nrows++;
+	}
+}
+
 /*
  * Read the next batch of outer rows into the current batch arrays, the
  * rows and their copied values within limit bytes (the outer rows' share
@@ -786,10 +832,14 @@ read_batch(EytzJoinState *st, Size limit)
 	MemoryContextReset(st->batchcxt);
 	st->nrows = 0;
 	st->nq = 0;
+	if (st->outer_scan)
+		eytz_outer_resume(st->outer_scan);
+	if (st->outer_scan && !st->keep_rows && st->plain_key)
+		read_keys_direct(st, want);
 
-	while (!st->keep_rows && st->nrows < want)
+	while (!st->keep_rows && st->nrows < want && !st->outer_done)
 	{
-		TupleTableSlot *slot = ExecProcNode(outer);
+		TupleTableSlot *slot = next_outer(st, outer);
 
 		if (TupIsNull(slot))
 		{
@@ -815,7 +865,7 @@ read_batch(EytzJoinState *st, Size limit)
 	}
 	while (st->keep_rows && st->nrows < want && (st->nrows == 0 || used < limit))
 	{
-		TupleTableSlot *slot = ExecProcNode(outer);
+		TupleTableSlot *slot = next_outer(st, outer);
 		uint32		row = st->nrows;
 		BatchRow   *r = batch_row(st, row);
 		Datum	   *vals = r->values;
@@ -864,6 +914,8 @@ read_batch(EytzJoinState *st, Size limit)
 		flags[FLAG_HAS_NULLS] = has_nulls;
 		st->nrows++;
 	}
+	if (st->outer_scan)
+		eytz_outer_pause(st->outer_scan);
 	/*
 	 * Grow geometrically up to the batch size; a parallel join's process
 	 * takes its share after its first batch (parallel_batch)
@@ -1570,6 +1622,8 @@ eytz_join_end(CustomScanState *node)
 	EytzJoinState *st = (EytzJoinState *) node;
 	int			i;
 
+	if (st->outer_scan)
+		eytz_outer_end(st->outer_scan);
 	ExecEndNode(outer_ps(st));
 	for (i = 0; i < EYTZ_VM_BUFS; i++)
 	{
@@ -1598,6 +1652,8 @@ eytz_join_rescan(CustomScanState *node)
 		UpdateChangedParamSet(outer, node->ss.ps.chgParam);
 	if (outer->chgParam == NULL)
 		ExecReScan(outer);
+	if (st->outer_scan)
+		eytz_outer_rescan(st->outer_scan);
 	if (st->hf)
 		eytz_heap_reset(st->hf);
 	ExecClearTuple(node->ss.ss_ScanTupleSlot);
@@ -1657,6 +1713,7 @@ report_add(EytzJoinState *st, EytzJoinReport *r)
 	r->matches += ls->matches;
 	r->fetches += st->nfetches;
 	r->heap_blocks += eytz_heap_pages(st->hf);
+	r->outer_pages += eytz_outer_pages(st->outer_scan);
 	r->gpu_batches += ls->gpu_batches;
 	r->overlap_batches += ls->overlap_batches;
 	r->wait_ms += ls->wait_ms;
@@ -1682,6 +1739,9 @@ explain_report(const EytzJoinReport *r, ExplainState *es)
 	ExplainPropertyUInteger("Matches", NULL, r->matches, es);
 	ExplainPropertyUInteger("Heap Fetches", NULL, r->fetches, es);
 	ExplainPropertyUInteger("Heap Blocks", NULL, r->heap_blocks, es);
+	/* the outer Seq Scan's pages that the join read itself */
+	if (r->outer_pages > 0)
+		ExplainPropertyUInteger("Outer Pages Read Directly", NULL, r->outer_pages, es);
 	if (r->image_share != IMAGE_NOT_SHARED)
 		ExplainPropertyText("Shared Image", image_share_names[r->image_share], es);
 	/* without TIMING: the stages timed per batch and chunk */

@@ -1,0 +1,94 @@
+-- join_outer: the outer rows read straight from the pages of an outer Seq
+-- Scan (eytzouter.c, eytzgpu.direct_outer): only where the Seq Scan of a
+-- heap table neither filters nor projects, with the snapshot's view of its
+-- tuples (deleted, updated and inserted rows, the transaction's own
+-- changes), NULL keys, keys read from the tuple or through an expression,
+-- rows kept for their values, LIMIT, rescans, serializable.  Each check
+-- compares with PostgreSQL's own plan; jd_direct tells which reads ran.
+\set ECHO none
+\i sql/join_harness.inc
+\set ECHO all
+
+-- the pages the join read itself ("none": the outer plan ran) and the rows
+-- the Seq Scan below it was charged
+CREATE FUNCTION jd_direct(q text) RETURNS text LANGUAGE sql AS $$
+	SELECT coalesce(max(substring(l from 'Outer Pages Read Directly: (\d+)')), 'none') || ' / ' ||
+		   coalesce(max(substring(l from 'Seq Scan on jd_outer o \(actual rows=(\d+)')), '-')
+	  FROM join_plan(q, true, 'Device') l
+$$;
+
+CREATE TABLE jd_inner (k int4, v int4);
+INSERT INTO jd_inner SELECT (g * 7919) % 30011, g FROM generate_series(1, 30000) g;
+INSERT INTO jd_inner SELECT g, -g FROM generate_series(1, 2000) g;
+INSERT INTO jd_inner VALUES (NULL, 0), (2147483647, 1), (-2147483648, 2);
+CREATE INDEX jd_inner_k ON jd_inner USING eytzgpu (k);
+CREATE TABLE jd_outer (k int4, x int4, t text, b int8);
+INSERT INTO jd_outer SELECT CASE WHEN g % 11 = 0 THEN NULL ELSE (g::int8 * 104729 % 31000)::int4 END,
+	g, CASE WHEN g % 3 > 0 THEN repeat('t', g % 50) END, g * 3
+	FROM generate_series(1, 20000) g;
+INSERT INTO jd_outer VALUES (2147483647, -1, 'max', 0), (-2147483648, -2, 'min', 0);
+VACUUM ANALYZE jd_inner;
+ANALYZE jd_outer;
+
+-- read directly: keys straight from the tuples, rows kept, a key expression
+SELECT jd_direct('SELECT count(*), sum(i.v) FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT jd_direct('SELECT o.x, o.t, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, o.t, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jd_outer o LEFT JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x FROM jd_outer o WHERE NOT EXISTS (SELECT 1 FROM jd_inner i WHERE i.k = o.k)');
+SELECT jd_direct('SELECT i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.x % 1000');
+SELECT join_check('SELECT i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.x % 1000');
+SELECT join_check('SELECT i.v FROM jd_outer o JOIN jd_inner i ON i.k BETWEEN o.x AND o.x + 2');
+SELECT join_check('SELECT o.b, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.b');
+-- not read directly: the Seq Scan filters
+SELECT jd_direct('SELECT count(*) FROM jd_outer o JOIN jd_inner i ON i.k = o.k WHERE o.x % 2 = 0');
+SELECT join_check('SELECT i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k WHERE o.x % 2 = 0');
+
+-- the snapshot's rows: deleted and updated rows not vacuumed, then the
+-- transaction's own changes, and a snapshot taken before another's
+DELETE FROM jd_outer WHERE x % 7 = 0;
+UPDATE jd_outer SET k = k + 1 WHERE x % 5 = 0;
+SELECT jd_direct('SELECT count(*), sum(i.v) FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+BEGIN;
+INSERT INTO jd_outer SELECT g, -g, NULL, 0 FROM generate_series(1, 3000) g;
+DELETE FROM jd_outer WHERE x % 13 = 0;
+UPDATE jd_outer SET k = k - 1 WHERE x % 17 = 0;
+SELECT jd_direct('SELECT count(*), sum(i.v) FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT join_check('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+COMMIT;
+
+-- a LIMIT stops the read part way through a page; rescans start it over:
+-- the join under a nested loop whose join clause reads the driving row
+SELECT join_check('SELECT count(*) FROM (SELECT i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k LIMIT 777) s');
+SET enable_nestloop = on;
+SELECT jd_direct('SELECT p.g, s.c, s.sv FROM generate_series(0, 3) p(g),
+	LATERAL (SELECT count(*) AS c, sum(i.v) AS sv FROM jd_outer o JOIN jd_inner i
+			 ON i.k = o.k AND i.v % 4 = p.g) s');
+SELECT join_check('SELECT p.g, s.c, s.sv FROM generate_series(0, 3) p(g),
+	LATERAL (SELECT count(*) AS c, sum(i.v) AS sv FROM jd_outer o JOIN jd_inner i
+			 ON i.k = o.k AND i.v % 4 = p.g) s');
+SELECT join_check('SELECT p.g, s.c FROM generate_series(0, 3) p(g),
+	LATERAL (SELECT count(*) AS c FROM (SELECT o.x FROM jd_outer o JOIN jd_inner i
+			 ON i.k = o.k AND i.v % 4 = p.g LIMIT 100) x) s');
+RESET enable_nestloop;
+
+-- off: the same rows through the Seq Scan node
+SET eytzgpu.direct_outer = off;
+SELECT jd_direct('SELECT count(*), sum(i.v) FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT o.x, o.t, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k');
+RESET eytzgpu.direct_outer;
+
+-- a temporary outer table (local buffers)
+CREATE TEMP TABLE jd_touter AS SELECT * FROM jd_outer;
+DELETE FROM jd_touter WHERE x % 3 = 0;
+ANALYZE jd_touter;
+SELECT join_check('SELECT o.x, o.t, i.v FROM jd_touter o JOIN jd_inner i ON i.k = o.k');
+SELECT join_check('SELECT i.v FROM jd_touter o JOIN jd_inner i ON i.k = o.k');
+
+DROP TABLE jd_touter, jd_outer, jd_inner;
+DROP FUNCTION jd_direct(text);
