@@ -90,5 +90,30 @@ ANALYZE jd_touter;
 SELECT join_check('SELECT o.x, o.t, i.v FROM jd_touter o JOIN jd_inner i ON i.k = o.k');
 SELECT join_check('SELECT i.v FROM jd_touter o JOIN jd_inner i ON i.k = o.k');
 
+-- columns dropped and added (the older tuples lack the added one, whose
+-- default the catalog holds), NULLs before the columns read, on both sides:
+-- the outer row's columns mapped from the table's, the inner ones read
+-- where they lie in the heap page
+CREATE TABLE jd_cinner (a text, k int4, d int4, v int8, t text);
+INSERT INTO jd_cinner SELECT CASE WHEN g % 4 > 0 THEN 'a' || g END, g % 5000, g,
+	CASE WHEN g % 9 > 0 THEN g * 10 END, repeat('w', g % 20) FROM generate_series(1, 12000) g;
+ALTER TABLE jd_cinner DROP COLUMN d;
+ALTER TABLE jd_cinner ADD COLUMN w int4 DEFAULT 7;
+INSERT INTO jd_cinner SELECT NULL, g % 5000, g, NULL, g FROM generate_series(1, 3000) g;
+CREATE INDEX jd_cinner_k ON jd_cinner USING eytzgpu (k);
+CREATE TABLE jd_couter (x int4, z text, k int4);
+INSERT INTO jd_couter SELECT g, 'z' || g, (g * 37) % 6000 FROM generate_series(1, 8000) g;
+ALTER TABLE jd_couter DROP COLUMN z;
+ALTER TABLE jd_couter ADD COLUMN y int4 DEFAULT 3;
+INSERT INTO jd_couter SELECT -g, g % 5000, g % 7 FROM generate_series(1, 2000) g;
+VACUUM ANALYZE jd_cinner;
+ANALYZE jd_couter;
+SELECT jd_direct('SELECT count(*) FROM jd_couter o JOIN jd_cinner i ON i.k = o.k') ~ '^[0-9]+ / ' AS direct;
+SELECT join_check('SELECT o.x, o.y, i.a, i.v, i.t, i.w FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
+SELECT join_check('SELECT i.w, i.v FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
+SELECT join_check('SELECT o.y, i.t, i.w FROM jd_couter o LEFT JOIN jd_cinner i ON i.k = o.x');
+SELECT join_check('SELECT o.x, i.a FROM jd_couter o JOIN jd_cinner i ON i.k = o.k AND i.v IS NULL');
+DROP TABLE jd_cinner, jd_couter;
+
 DROP TABLE jd_touter, jd_outer, jd_inner;
 DROP FUNCTION jd_direct(text);

@@ -382,16 +382,43 @@ eytz_heap_block_end(EytzHeapFetch *hf)
 }
 
 /*
+ * The tuple that TID tid (of the current block, resolved) shows the
+ * snapshot, pointing into the pinned page (valid until the next block
+ * begins), or NULL if it shows none; heap tables only (eytz_heap_by_page)
+ */
+HeapTuple
+eytz_heap_tuple(EytzHeapFetch *hf, ItemPointer tid)
+{
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
+	OffsetNumber visible;
+	Page		page;
+	ItemId		lp;
+
+	Assert(hf->page_mode);
+	Assert(ItemPointerGetBlockNumberNoCheck(tid) == hf->blk);
+	if (off > MaxOffsetNumber || hf->vis[off].block_no != hf->block_no)
+		return NULL;
+	visible = hf->vis[off].visible;
+	if (visible == InvalidOffsetNumber)
+		return NULL;
+	/* the pin keeps the tuple where it is without the lock */
+	page = BufferGetPage(hf->buf);
+	lp = PageGetItemId(page, visible);
+	hf->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	hf->tuple.t_len = ItemIdGetLength(lp);
+	hf->tuple.t_tableOid = RelationGetRelid(hf->rel);
+	ItemPointerSet(&hf->tuple.t_self, hf->blk, visible);
+	return &hf->tuple;
+}
+
+/*
  * Store the tuple that TID tid (of the current block, resolved) shows the
  * snapshot in the slot; false if it shows none.
  */
 bool
 eytz_heap_fetch(EytzHeapFetch *hf, ItemPointer tid)
 {
-	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
-	OffsetNumber visible;
-	Page		page;
-	ItemId		lp;
+	HeapTuple	tuple;
 
 	if (!hf->page_mode)
 	{
@@ -401,21 +428,18 @@ eytz_heap_fetch(EytzHeapFetch *hf, ItemPointer tid)
 		return table_index_fetch_tuple(hf->ifetch, tid, hf->snapshot, hf->slot,
 									   &call_again, &all_dead);
 	}
-	Assert(ItemPointerGetBlockNumberNoCheck(tid) == hf->blk);
-	if (off > MaxOffsetNumber || hf->vis[off].block_no != hf->block_no)
+	tuple = eytz_heap_tuple(hf, tid);
+	if (tuple == NULL)
 		return false;
-	visible = hf->vis[off].visible;
-	if (visible == InvalidOffsetNumber)
-		return false;
-	/* the pin keeps the tuple where it is without the lock */
-	page = BufferGetPage(hf->buf);
-	lp = PageGetItemId(page, visible);
-	hf->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-	hf->tuple.t_len = ItemIdGetLength(lp);
-	hf->tuple.t_tableOid = RelationGetRelid(hf->rel);
-	ItemPointerSet(&hf->tuple.t_self, hf->blk, visible);
-	ExecStoreBufferHeapTuple(&hf->tuple, hf->slot, hf->buf);
+	ExecStoreBufferHeapTuple(tuple, hf->slot, hf->buf);
 	return true;
+}
+
+/* Is the table read a block at a time (heapam), so eytz_heap_tuple works? */
+bool
+eytz_heap_by_page(const EytzHeapFetch *hf)
+{
+	return hf->page_mode;
 }
 
 TupleTableSlot *

@@ -30,13 +30,16 @@ extern void eytz_heap_set_chunk(EytzHeapFetch *hf, const EytzMatch *chunk,
 /*
  * Resolving a block: eytz_heap_block_begin(blk), eytz_heap_resolve() for
  * each of the block's TIDs, eytz_heap_block_end(); then eytz_heap_fetch()
- * stores the visible tuple of any of those TIDs in the slot, until the next
- * block begins.
+ * stores the visible tuple of any of those TIDs in the slot (or
+ * eytz_heap_tuple() returns it as it lies in the page), until the next block
+ * begins.
  */
 extern void eytz_heap_block_begin(EytzHeapFetch *hf, BlockNumber blk);
 extern void eytz_heap_resolve(EytzHeapFetch *hf, OffsetNumber off);
 extern void eytz_heap_block_end(EytzHeapFetch *hf);
 extern bool eytz_heap_fetch(EytzHeapFetch *hf, ItemPointer tid);
+extern HeapTuple eytz_heap_tuple(EytzHeapFetch *hf, ItemPointer tid);
+extern bool eytz_heap_by_page(const EytzHeapFetch *hf);
 
 extern TupleTableSlot *eytz_heap_slot(EytzHeapFetch *hf);
 extern uint64 eytz_heap_pages(const EytzHeapFetch *hf);

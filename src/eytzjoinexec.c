@@ -232,6 +232,8 @@ typedef struct EytzJoinState
 	Oid		   *argtypes;
 	AttrNumber *inner_attnos;	/* > 0 column, 0 whole row, < 0 system column */
 	AttrNumber	inner_natts;	/* columns to deform */
+	bool		inner_direct;	/* inner columns read from the tuple in its
+								 * page, no slot (table columns only) */
 	ExprState **keyexprs;
 	AttrNumber *key_attnos;		/* outer column a key expression just reads, or 0 */
 	ExprState  *joinqual;
@@ -667,6 +669,10 @@ eytz_join_start(EytzJoinState *st)
 	st->stage = STAGE_LOOKUP;
 	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
 	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
+	/* a whole row or a system column: through the heap slot */
+	st->inner_direct = eytz_heap_by_page(st->hf);
+	for (int i = 0; i < st->ninner; i++)
+		st->inner_direct &= st->inner_attnos[i] > 0;
 	st->outer_scan = eytz_outer_begin(outer_ps(st), estate);
 	/* the visibility map is the heap access method's */
 	if (st->heap->rd_tableam != GetHeapamTableAmRoutine())
@@ -1114,6 +1120,11 @@ resolve_block(EytzJoinState *st)
 	uint32		i;
 
 	stage_enter(st, STAGE_FETCH);
+	/*
+	 * the tuple in the scan slot (its values may point into the last
+	 * block's page, which the next block's pin lets go) is fetched again
+	 */
+	st->cur_tid = PG_UINT64_MAX;
 	for (i = st->pos; i < st->nchunk && eytz_tid_block(st->chunk[i].tid) == blk; i++)
 	{
 		uint32		row = st->chunk[i].row;
@@ -1164,6 +1175,35 @@ inner_from_index(EytzJoinState *st, const EytzMatch *m)
 }
 
 /*
+ * The inner columns of the heap tuple at TID t (its block resolved) read
+ * where they lie in the page (table columns only: inner_direct); false if
+ * it is not visible or its key is NULL.  Values passed by reference point
+ * into the page, pinned until the next block begins.
+ */
+static bool
+inner_from_page(EytzJoinState *st, ItemPointer tid)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	TupleDesc	desc = RelationGetDescr(st->heap);
+	HeapTuple	tuple = eytz_heap_tuple(st->hf, tid);
+	bool		isnull;
+	Datum		key;
+	int			no = st->nouter;
+	int			i;
+
+	if (tuple == NULL)
+		return false;
+	key = heap_getattr(tuple, st->keyattno, desc, &isnull);
+	if (isnull)
+		return false;
+	st->cur_key = st->kt->encode(key);
+	for (i = 0; i < st->ninner; i++)
+		scan->tts_values[no + i] = heap_getattr(tuple, st->inner_attnos[i], desc,
+												&scan->tts_isnull[no + i]);
+	return true;
+}
+
+/*
  * The inner columns of the heap tuple at TID t (its block resolved); false
  * if it is not visible or its key is NULL
  */
@@ -1180,6 +1220,8 @@ inner_from_heap(EytzJoinState *st, uint64 t)
 
 	eytz_tid_unpack(t, &tid);
 	st->nfetches++;
+	if (st->inner_direct)
+		return inner_from_page(st, &tid);
 	if (!eytz_heap_fetch(st->hf, &tid))
 		return false;
 	key = slot_getattr(heapslot, st->keyattno, &isnull);
