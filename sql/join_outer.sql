@@ -115,5 +115,22 @@ SELECT join_check('SELECT o.y, i.t, i.w FROM jd_couter o LEFT JOIN jd_cinner i O
 SELECT join_check('SELECT o.x, i.a FROM jd_couter o JOIN jd_cinner i ON i.k = o.k AND i.v IS NULL');
 DROP TABLE jd_cinner, jd_couter;
 
+-- row marks: a concurrent update's recheck (EvalPlanQual) runs the join
+-- over the row versions it locked, which neither the batched lookup nor
+-- the direct read would return: no batched join under UPDATE or DELETE
+-- with other tables, nor SELECT FOR UPDATE
+CREATE FUNCTION jd_batched(q text) RETURNS boolean LANGUAGE sql AS $$
+	SELECT bool_or(l ~ 'EytzGPU Join') FROM join_plan(q) l
+$$;
+SELECT jd_batched('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k') AS plain,
+	   jd_batched('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k FOR UPDATE OF o') AS for_update,
+	   jd_batched('UPDATE jd_outer o SET x = o.x FROM jd_inner i WHERE i.k = o.k') AS update_from,
+	   jd_batched('DELETE FROM jd_inner i USING jd_outer o WHERE i.k = o.k') AS delete_using;
+BEGIN;
+UPDATE jd_outer o SET b = -1 FROM jd_inner i WHERE i.k = o.k AND i.v > 0;
+SELECT count(*) FILTER (WHERE b = -1) AS updated, count(*) FROM jd_outer;
+ROLLBACK;
+DROP FUNCTION jd_batched(text);
+
 DROP TABLE jd_touter, jd_outer, jd_inner;
 DROP FUNCTION jd_direct(text);

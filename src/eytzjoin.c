@@ -521,6 +521,14 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 
 	if (!eytz_enable_join)
 		return;
+	/*
+	 * Row marks (UPDATE and DELETE with other tables, SELECT FOR UPDATE):
+	 * a concurrent update's recheck (EvalPlanQual) runs the join again over
+	 * the one row version of each table it locked, which a batched lookup
+	 * of the index would not return
+	 */
+	if (root->rowMarks != NIL || root->parse->resultRelation == (int) innerrel->relid)
+		return;
 	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
 		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
 		return;

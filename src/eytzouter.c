@@ -76,7 +76,8 @@ eytz_outer_begin(PlanState *outer, EState *estate)
 	bool		as_is;
 	ListCell   *lc;
 
-	if (!eytz_direct_outer || !IsA(outer, SeqScanState) ||
+	/* a recheck (EvalPlanQual) reads the row it locked: the Seq Scan knows it */
+	if (!eytz_direct_outer || estate->es_epq_active != NULL || !IsA(outer, SeqScanState) ||
 		outer->plan->parallel_aware || outer->qual != NULL)
 		return NULL;
 	rel = ((ScanState *) outer)->ss_currentRelation;
