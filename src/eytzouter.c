@@ -75,6 +75,7 @@ eytz_outer_begin(PlanState *outer, EState *estate)
 	AttrNumber	max_attno = 0;
 	bool		as_is;
 	ListCell   *lc;
+	MemoryContext old;
 
 	/* a recheck (EvalPlanQual) reads the row it locked: the Seq Scan knows it */
 	if (!eytz_direct_outer || estate->es_epq_active != NULL || !IsA(outer, SeqScanState) ||
@@ -85,6 +86,8 @@ eytz_outer_begin(PlanState *outer, EState *estate)
 		return NULL;
 	scanrelid = ((Scan *) outer->plan)->scanrelid;
 	nout = list_length(outer->plan->targetlist);
+	/* for the query, whatever context the first batch is read in */
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
 	attmap = palloc(sizeof(AttrNumber) * Max(nout, 1));
 	as_is = outer->ps_ProjInfo == NULL;
 	foreach(lc, outer->plan->targetlist)
@@ -95,6 +98,7 @@ eytz_outer_begin(PlanState *outer, EState *estate)
 			var->varlevelsup != 0)
 		{
 			pfree(attmap);
+			MemoryContextSwitchTo(old);
 			return NULL;
 		}
 		attmap[foreach_current_index(lc)] = var->varattno;
@@ -106,6 +110,8 @@ eytz_outer_begin(PlanState *outer, EState *estate)
 	if (!(scan->rs_flags & SO_ALLOW_PAGEMODE))
 	{
 		table_endscan(scan);
+		pfree(attmap);
+		MemoryContextSwitchTo(old);
 		return NULL;
 	}
 	os = palloc0(sizeof(EytzOuterScan));
@@ -119,6 +125,7 @@ eytz_outer_begin(PlanState *outer, EState *estate)
 	os->max_attno = max_attno;
 	if (!as_is)
 		os->out = MakeSingleTupleTableSlot(outer->ps_ResultTupleDesc, &TTSOpsVirtual);
+	MemoryContextSwitchTo(old);
 	return os;
 }
 
