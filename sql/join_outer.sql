@@ -9,10 +9,11 @@
 \i sql/join_harness.inc
 \set ECHO all
 
--- the pages the join read itself ("none": the outer plan ran) and the rows
--- the Seq Scan below it was charged
+-- whether the join read the outer pages itself ("none": the outer plan ran;
+-- how many pages an update left is not stable) and the rows the Seq Scan
+-- below it was charged
 CREATE FUNCTION jd_direct(q text) RETURNS text LANGUAGE sql AS $$
-	SELECT coalesce(max(substring(l from 'Outer Pages Read Directly: (\d+)')), 'none') || ' / ' ||
+	SELECT CASE WHEN bool_or(l ~ 'Outer Pages Read Directly: [1-9]') THEN 'direct' ELSE 'none' END || ' / ' ||
 		   coalesce(max(substring(l from 'Seq Scan on jd_outer o \(actual rows=(\d+)')), '-')
 	  FROM join_plan(q, true, 'Device') l
 $$;
@@ -108,7 +109,7 @@ ALTER TABLE jd_couter ADD COLUMN y int4 DEFAULT 3;
 INSERT INTO jd_couter SELECT -g, g % 5000, g % 7 FROM generate_series(1, 2000) g;
 VACUUM ANALYZE jd_cinner;
 ANALYZE jd_couter;
-SELECT jd_direct('SELECT count(*) FROM jd_couter o JOIN jd_cinner i ON i.k = o.k') ~ '^[0-9]+ / ' AS direct;
+SELECT jd_direct('SELECT count(*) FROM jd_couter o JOIN jd_cinner i ON i.k = o.k') ~ '^direct / ' AS direct;
 SELECT join_check('SELECT o.x, o.y, i.a, i.v, i.t, i.w FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
 SELECT join_check('SELECT i.w, i.v FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
 SELECT join_check('SELECT o.y, i.t, i.w FROM jd_couter o LEFT JOIN jd_cinner i ON i.k = o.x');
