@@ -192,8 +192,8 @@ smem_point_fits(const Idx<KT> &ix)
 
 /*
  * Point lookups with the whole index in shared memory: sink.put(j, payload
- * of qk[j] or NO_MATCH) (StoreSink: out[j]).  q_per_thread: 1, 2 or 4 (or 8:
- * tiled sinks).
+ * of qk[j] or NO_MATCH) (StoreSink: out[j]).  q_per_thread: 1, 2 or 4; a
+ * tiled sink (CsrSink) always takes EYTZ_CSR_SMEM_Q, its tiles' height.
  * Needs smem_point_fits(ix).
  */
 template <class KT, class QT, class Sink>
@@ -221,15 +221,15 @@ launch_point_smem_sink(const Idx<KT> &ix, const QT *qk, uint64_t nq, const Sink 
 	if (!smem_point_fits(ix))
 		return cudaErrorInvalidValue;
 	if constexpr (Sink::TILED)
+		return launch(IntC<EYTZ_CSR_SMEM_Q>());
+	else
 	{
-		if (q_per_thread >= 8)
-			return launch(IntC<8>());
+		if (q_per_thread >= 4)
+			return launch(IntC<4>());
+		if (q_per_thread == 2)
+			return launch(IntC<2>());
+		return launch(IntC<1>());
 	}
-	if (q_per_thread >= 4)
-		return launch(IntC<4>());
-	if (q_per_thread == 2)
-		return launch(IntC<2>());
-	return launch(IntC<1>());
 }
 
 /* The same storing out[j] */
@@ -399,22 +399,21 @@ csr_sink_init(const CsrBufs &b, uint64_t nq, uint32_t tq, CsrSink *sink, cudaStr
 /*
  * CSR results of point lookups with the whole index in shared memory in
  * one pass: the walk compacts its own results (k_point_smem with a
- * CsrSink), writing b.off (nq + 1) and b.out (room for nq).  Needs
- * smem_point_fits(ix).
+ * CsrSink, tiles of 32 x EYTZ_CSR_SMEM_Q queries), writing b.off (nq + 1)
+ * and b.out (room for nq).  Needs smem_point_fits(ix).
  */
 template <class KT>
 static inline cudaError_t
-csr_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, int q_per_thread, const CsrBufs &b, cudaStream_t st)
+csr_point_smem(const Idx<KT> &ix, const KT *qk, uint64_t nq, const CsrBufs &b, cudaStream_t st)
 {
-	uint32_t	q = q_per_thread >= 8 ? 8 : q_per_thread >= 4 ? 4 : q_per_thread == 2 ? 2 : 1;
 	CsrSink		sink;
 	cudaError_t e;
 
 	if (nq == 0)
 		return cudaMemsetAsync(b.off, 0, 8, st);
-	if ((e = csr_sink_init(b, nq, 32 * q, &sink, st)) != cudaSuccess)
+	if ((e = csr_sink_init(b, nq, 32 * EYTZ_CSR_SMEM_Q, &sink, st)) != cudaSuccess)
 		return e;
-	return launch_point_smem_sink<KT, KT, CsrSink>(ix, qk, nq, sink, (int) q, 0, st);
+	return launch_point_smem_sink<KT, KT, CsrSink>(ix, qk, nq, sink, EYTZ_CSR_SMEM_Q, 0, st);
 }
 
 /*

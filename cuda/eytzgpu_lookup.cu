@@ -150,7 +150,7 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 			CK(cudaMemsetAsync(h->d_out, 0xFF, nq * 8, h->st));
 	}
 	if (plan.path == EYTZ_PATH_SMEM)
-		CK(csr_point_smem<KT>(plan_idx<KT>(h, plan.smem_on_copy), q.lo, nq, EYTZ_CSR_SMEM_Q, b, h->st));
+		CK(csr_point_smem<KT>(plan_idx<KT>(h, plan.smem_on_copy), q.lo, nq, b, h->st));
 	else if (one_pass)
 	{
 		CK(point_first<KT>(h, plan, ix, q.lo, nq, h->d_first));
