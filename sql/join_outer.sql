@@ -127,10 +127,6 @@ SELECT jd_batched('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k'
 	   jd_batched('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k FOR UPDATE OF o') AS for_update,
 	   jd_batched('UPDATE jd_outer o SET x = o.x FROM jd_inner i WHERE i.k = o.k') AS update_from,
 	   jd_batched('DELETE FROM jd_inner i USING jd_outer o WHERE i.k = o.k') AS delete_using;
-BEGIN;
-UPDATE jd_outer o SET b = -1 FROM jd_inner i WHERE i.k = o.k AND i.v > 0;
-SELECT count(*) FILTER (WHERE b = -1) AS updated, count(*) FROM jd_outer;
-ROLLBACK;
 DROP FUNCTION jd_batched(text);
 
 DROP TABLE jd_touter, jd_outer, jd_inner;
