@@ -109,35 +109,44 @@
  * Join inputs from the caller's arrays: copied into pinned memory (4-byte
  * keys narrowed on the way, streaming stores: eytz_stage.h) in chunks of
  * nq / (EYTZ_STAGE_CHUNKS_PER_THREAD x threads) queries, at least 2^16 and
- * at most 2^20, by half the cores, at most 8 threads, each chunk sent as
- * soon as it is copied.  H100 machine (16 cores), 2^25 keys and rows: one
- * thread copies 9.7 GB/s (41.7 ms), 8 threads take 10.6 ms and 15 threads
- * 8.0 ms narrowing (cuda/bench/stage_probe.cu, best of 3); but the API's
- * join from the caller's arrays, median of 9, took 22.9 ms with 8 threads
- * and 31.0 ms with 15 (a batch of 2^20 queries: 1.6 against 2.9 ms): with
- * every core busy copying, the thread that queues the transfers waits for
- * preempted copiers (bench/results/h100_api_stage8.log,
- * h100_api_stage15.log).  Streaming stores (no read for ownership of the
- * pinned lines): 8 threads narrowing 7.5 instead of 8.6 ms, and the API's
- * join from the caller's arrays 22.2 instead of 22.9 ms at 2^28 keys
- * (h100_stage_probe_nt.log, h100_api_nt.log).  The probe's pipeline of
- * copies and transfers took 8.6 ms in chunks of 2^18 (16 a thread) and
- * 9.6 ms in chunks of 2^20 (4 a thread), but the API with 16 chunks a
- * thread was no faster on another machine of the same kind (23.8 ms and
- * 1.56x its pinned transfer against 1.51x, h100_api_nt16.log).
+ * at most 2^20, by one thread per EYTZ_STAGE_THREAD_QUERIES queries, at
+ * most EYTZ_STAGE_THREADS and all cores but the caller's; each thread
+ * takes the next chunk no other has taken and sends it on a stream of its
+ * own as soon as it has copied it.
+ * H100 machine (16 cores), 2^25 keys and rows: one thread copies 9.7 GB/s
+ * (41.7 ms), 8 threads take 10.6 ms and 15 threads 8.0 ms narrowing
+ * (cuda/bench/stage_probe.cu, best of 3); streaming stores (no read for
+ * ownership of the pinned lines): 8 threads narrowing 7.5 instead of 8.6
+ * ms (h100_stage_probe_nt.log).  When the calling thread queued every
+ * chunk's transfer, more copying threads made the API slower (with every
+ * core busy, it waited for preempted copiers: 22.9 ms with 8 threads, 31.0
+ * with 15, h100_api_stage8.log, h100_api_stage15.log).  With the threads
+ * sending their own chunks, one machine, two alternated rounds, the join
+ * from the caller's arrays at 2^28 keys (ratio to the pinned transfer):
+ * 8 threads 21.9 / 21.2 ms (1.49x / 1.44x), 12 threads 19.9 / 20.1 ms
+ * (1.36x), 15 threads 19.3 / 18.9 ms (1.30x / 1.29x), the calling thread
+ * sending 23.0 / 23.4 ms (1.56x / 1.59x); a batch of 2^20 queries (16
+ * chunks) 1.49-1.53 ms with 8 threads, 1.63-1.69 with 12 and 1.84-1.98
+ * with 15 (the threads' start costs more than they copy)
+ * (bench/results/h100_api_threads.log; chunks dealt to the threads in
+ * turn).  Another machine, three runs, chunks taken by whichever thread is
+ * free: 17.5 / 17.7 / 18.6 ms (1.19x / 1.21x / 1.27x), as fast as the
+ * inputs filled in place (17.9-18.0 ms), the 2^20 batch 1.19-1.51 ms
+ * (bench/results/h100_api_dynamic.log).
  */
 #define EYTZ_STAGE_CHUNKS_PER_THREAD	4
 
 /*
  * Join point batches that arrive in chunks of at least this many queries
  * are walked chunk by chunk as they arrive (EytzPlan.chunked): 2^25 queries
- * come in chunks of 2^20, the executor's batches of 2^20 in chunks of 2^16,
+ * come in chunks of nq / 60 (15 threads), the executor's batches of 2^20 in chunks of 2^16,
  * which keep their one walk after the transfer (a launch per 2^16 queries
  * was not measured).
  */
-#define EYTZ_CHUNK_WALK_MIN		(1ull << 18)
+#define EYTZ_CHUNK_WALK_MIN		(1ull << 17)
 #define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)
 #define EYTZ_STAGE_CHUNK_MAX	(1ull << 20)
-#define EYTZ_STAGE_THREADS		8
+#define EYTZ_STAGE_THREADS		15
+#define EYTZ_STAGE_THREAD_QUERIES	(1ull << 17)
 
 #endif							/* EYTZ_TUNING_H */

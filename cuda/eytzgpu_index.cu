@@ -152,6 +152,15 @@ eytzgpu_free(EytzGpuIndex *h)
 			(void) cudaEventDestroy(h->ev_sent);
 		if (h->ev_walked)
 			(void) cudaEventDestroy(h->ev_walked);
+		if (h->ev_inputs_free)
+			(void) cudaEventDestroy(h->ev_inputs_free);
+		for (i = 0; i < EYTZ_STAGE_THREADS; i++)
+		{
+			if (h->ev_staged[i])
+				(void) cudaEventDestroy(h->ev_staged[i]);
+			if (h->st_stage[i])
+				(void) cudaStreamDestroy(h->st_stage[i]);
+		}
 		if (h->st)
 			(void) cudaStreamDestroy(h->st);
 		if (h->st_walk)
@@ -183,6 +192,12 @@ new_handle(int device, int kw, uint32_t k, uint64_t n, EytzGpuIndex **out, char 
 		CK(cudaEventCreate(&h->ev[i]));
 	CK(cudaEventCreateWithFlags(&h->ev_sent, cudaEventDisableTiming));
 	CK(cudaEventCreateWithFlags(&h->ev_walked, cudaEventDisableTiming));
+	CK(cudaEventCreateWithFlags(&h->ev_inputs_free, cudaEventDisableTiming));
+	for (i = 0; i < EYTZ_STAGE_THREADS; i++)
+	{
+		CK(cudaStreamCreateWithFlags(&h->st_stage[i], cudaStreamNonBlocking));
+		CK(cudaEventCreateWithFlags(&h->ev_staged[i], cudaEventDisableTiming));
+	}
 	for (i = 0; i < 2; i++)
 		for (size_t j = 0; j < sizeof(h->sets[i].ev) / sizeof(h->sets[i].ev[0]); j++)
 			CK(cudaEventCreate(&h->sets[i].ev[j]));

@@ -69,6 +69,10 @@ struct EytzGpuIndex
 	cudaStream_t st_walk;		/* the walks, beside the transfers on st */
 	cudaEvent_t ev_sent,		/* a chunk is on the device */
 				ev_walked;		/* every chunk is walked */
+	/* join inputs copied by staging threads: each sends and walks its chunks on a stream of its own */
+	cudaStream_t st_stage[EYTZ_STAGE_THREADS];
+	cudaEvent_t ev_staged[EYTZ_STAGE_THREADS];	/* a thread's chunks are sent and walked */
+	cudaEvent_t ev_inputs_free;	/* the work queued before this batch is done with the query buffers */
 	/* lookup workspace, grown geometrically */
 	uint64_t	q_cap;			/* queries the device query buffers hold */
 	void	   *d_lo,			/* keys of the index's width */

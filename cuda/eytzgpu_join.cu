@@ -8,7 +8,8 @@
  * Two pinned buffer sets alternate: batch i uses set i % 2, so the caller
  * reads the results of batch i (and fills the inputs of batch i + 1) while
  * the GPU works on batch i + 1.  Device buffers are shared by the sets: one
- * stream orders the batches.  The pipelines (eytz_join.cuh):
+ * stream orders the batches (the streams of the staging threads wait for
+ * it, and it for them: stage_inputs).  The pipelines (eytz_join.cuh):
  *	- point batches on unique keys, globally sorted path (large indexes): sort
  *	  (key, row) on the top key bits, look up in sorted order straight into
  *	  sort items, sort by (payload, row), split;
@@ -20,7 +21,6 @@
 #include <string.h>
 #include <atomic>
 #include <functional>
-#include <memory>
 #include <thread>
 #include <vector>
 
@@ -213,12 +213,12 @@ struct StagePlan
 };
 
 /*
- * Chunk c of the inputs: [c * sp.chunk, ...) of nq, pinned copy (src: with
- * streaming stores, eytz_stage.h) or its transfer (!src)
+ * Chunk c of the inputs: [c * sp.chunk, ...) of nq, its pinned copy (src:
+ * with streaming stores, eytz_stage.h) or (!src) its transfer on stream st
  */
 static cudaError_t
 stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges,
-			const StagePlan &sp, uint64_t c)
+			const StagePlan &sp, uint64_t c, cudaStream_t st)
 {
 	uint64_t	a = c * sp.chunk,
 				m = nq - a < sp.chunk ? nq - a : sp.chunk;
@@ -245,65 +245,78 @@ stage_chunk(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, 
 	if (sp.narrow)
 	{
 		if ((e = cudaMemcpyAsync((uint32_t *) h->d_lo + a, (uint32_t *) js->h_lo + a, m * 4,
-								 cudaMemcpyHostToDevice, h->st)) != cudaSuccess ||
+								 cudaMemcpyHostToDevice, st)) != cudaSuccess ||
 			(ranges &&
 			 (e = cudaMemcpyAsync((uint32_t *) h->d_hi + a, (uint32_t *) js->h_hi + a, m * 4,
-								  cudaMemcpyHostToDevice, h->st)) != cudaSuccess))
+								  cudaMemcpyHostToDevice, st)) != cudaSuccess))
 			return e;
 	}
-	else if ((e = cudaMemcpyAsync(h->d_jlo + a, js->h_lo + a, m * 8, cudaMemcpyHostToDevice, h->st)) !=
+	else if ((e = cudaMemcpyAsync(h->d_jlo + a, js->h_lo + a, m * 8, cudaMemcpyHostToDevice, st)) !=
 			 cudaSuccess ||
 			 (ranges &&
-			  (e = cudaMemcpyAsync(h->d_jhi + a, js->h_hi + a, m * 8, cudaMemcpyHostToDevice, h->st)) !=
+			  (e = cudaMemcpyAsync(h->d_jhi + a, js->h_hi + a, m * 8, cudaMemcpyHostToDevice, st)) !=
 			  cudaSuccess))
 		return e;
-	return cudaMemcpyAsync(h->d_jrows + a, js->h_rows + a, m * 4, cudaMemcpyHostToDevice, h->st);
+	return cudaMemcpyAsync(h->d_jrows + a, js->h_rows + a, m * 4, cudaMemcpyHostToDevice, st);
 }
 
-/* Threads that copy the caller's arrays: half the cores, at most EYTZ_STAGE_THREADS */
+/*
+ * Threads that copy a batch of nq queries from the caller's arrays: one per
+ * EYTZ_STAGE_THREAD_QUERIES, at most all cores but the caller's and
+ * EYTZ_STAGE_THREADS
+ */
 static uint64_t
-stage_threads(void)
+stage_threads(uint64_t nq)
 {
-	return std::min<uint64_t>(EYTZ_STAGE_THREADS, std::thread::hardware_concurrency() / 2);
+	uint64_t	cores = std::thread::hardware_concurrency();
+	uint64_t	want = std::max<uint64_t>(nq / EYTZ_STAGE_THREAD_QUERIES, 1);
+
+	return std::min<uint64_t>(std::min<uint64_t>(EYTZ_STAGE_THREADS, want), cores > 1 ? cores - 1 : 1);
 }
 
 /* Queries per chunk of a batch of nq: EYTZ_STAGE_CHUNKS_PER_THREAD for every staging thread, within bounds */
 static uint64_t
 stage_chunk_queries(uint64_t nq)
 {
-	uint64_t	chunk = nq / (EYTZ_STAGE_CHUNKS_PER_THREAD * std::max<uint64_t>(stage_threads(), 1));
+	uint64_t	chunk = nq / (EYTZ_STAGE_CHUNKS_PER_THREAD * stage_threads(nq));
 
 	return std::min<uint64_t>(std::max<uint64_t>(chunk, EYTZ_STAGE_CHUNK_MIN), EYTZ_STAGE_CHUNK_MAX);
 }
 
-/* What to do with a chunk [a, a + m) of the queries once its transfer is queued */
-typedef std::function<cudaError_t(uint64_t a, uint64_t m)> ChunkSent;
+/*
+ * What to do with a chunk [a, a + m) of the queries once its transfer is
+ * queued on stream st (the handle's own, or a staging thread's)
+ */
+typedef std::function<cudaError_t(uint64_t a, uint64_t m, cudaStream_t st)> ChunkSent;
 
 /*
- * The inputs to the device.  From the set's pinned inputs: their transfer.
- * From the caller's arrays: copied into the pinned inputs (narrowed, see
- * StagePlan; streaming stores) chunk by chunk by half the cores, at most EYTZ_STAGE_THREADS
- * (one thread copies far less than the bus carries; more threads than that
- * measured slower, see eytz_tuning.h), each chunk's transfer queued as
- * soon as it is there, so that copies and transfers overlap.  Chunks are
- * sized so that every thread gets EYTZ_STAGE_CHUNKS_PER_THREAD
- * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
- * of 2^20 queries are staged by all threads too.  The threads copy memory and nothing else;
- * they start with every signal blocked (the host process's handlers stay
- * on its own thread) and are joined before this returns.  Chunks are sent
- * in order, by the calling thread, which then calls sent (when set) with
- * the chunk: it may queue the chunk's walk.
+ * The inputs to the device.  From the set's pinned inputs: their transfer,
+ * chunk by chunk on the handle's stream.  From the caller's arrays: copied
+ * into the pinned inputs (narrowed, see StagePlan; streaming stores) chunk
+ * by chunk by staging threads (one thread copies far less than the bus
+ * carries, see eytz_tuning.h).  Each takes the next chunk no thread has
+ * taken (a preempted thread takes fewer), copies it and queues its
+ * transfer (and what sent does with it) on a stream of its own: no thread
+ * waits for another, and the copies and transfers overlap.  Chunks are sized so that every thread gets
+ * EYTZ_STAGE_CHUNKS_PER_THREAD (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX
+ * queries): a join's batches of 2^20 queries are staged by all threads too.
+ * The threads copy memory and call CUDA and nothing else; they start with
+ * every signal blocked (the host process's handlers stay on its own thread)
+ * and are joined before this returns.  The handle's stream then waits for
+ * every thread's stream; the staging streams first wait for the work
+ * queued before (an earlier batch's kernels read the same query buffers).
  */
 static cudaError_t
 stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq, bool ranges, bool narrow,
 			 const ChunkSent &sent)
 {
-	uint64_t	maxthreads = stage_threads();
+	uint64_t	maxthreads = stage_threads(nq);
 	StagePlan	sp;
 	uint64_t	nch,
 				nthreads;
-	std::unique_ptr<std::atomic<int>[]> done;
 	std::vector<std::thread> workers;
+	cudaError_t errs[EYTZ_STAGE_THREADS];
+	std::atomic<uint64_t> next_chunk(0);
 	cudaError_t e = cudaSuccess;
 	sigset_t	all,
 				old;
@@ -311,14 +324,24 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 	sp.narrow = src && narrow;
 	sp.chunk = stage_chunk_queries(nq);
 
-	/* chunk c's transfer, then what the caller does with it */
-	auto		send = [&](uint64_t c) {
+	/* chunk c: its copy (from the caller's arrays), its transfer, then what the caller does with it */
+	auto		stage = [&](uint64_t c, cudaStream_t st) {
 		uint64_t	a = c * sp.chunk;
-		cudaError_t se = stage_chunk(h, js, NULL, nq, ranges, sp, c);
+		cudaError_t se;
 
+		if (src)
+			stage_chunk(h, js, src, nq, ranges, sp, c, st);
+		se = stage_chunk(h, js, NULL, nq, ranges, sp, c, st);
 		if (se == cudaSuccess && sent)
-			se = sent(a, std::min(sp.chunk, nq - a));
+			se = sent(a, std::min(sp.chunk, nq - a), st);
 		return se;
+	};
+	/* thread t: the next chunk no thread has taken, until none is left (a preempted thread takes fewer) */
+	auto		take = [&](uint64_t t) {
+		uint64_t	c;
+
+		while (errs[t] == cudaSuccess && (c = next_chunk.fetch_add(1)) < nch)
+			errs[t] = stage(c, h->st_stage[t]);
 	};
 	nch = (nq + sp.chunk - 1) / sp.chunk;
 	nthreads = std::min<uint64_t>(maxthreads, nch);
@@ -326,77 +349,86 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 	{
 		/* one thread: each chunk's transfer overlaps the next chunk's copy */
 		for (uint64_t c = 0; c < nch && e == cudaSuccess; c++)
-		{
-			if (src)
-				stage_chunk(h, js, src, nq, ranges, sp, c);
-			e = send(c);
-		}
+			e = stage(c, h->st);
 		return e;
 	}
-	done.reset(new std::atomic<int>[nch]);
-	for (uint64_t c = 0; c < nch; c++)
-		done[c].store(0);
+	if ((e = cudaEventRecord(h->ev_inputs_free, h->st)) != cudaSuccess)
+		return e;
+	for (uint64_t t = 0; t < nthreads; t++)
+	{
+		errs[t] = cudaSuccess;
+		if ((e = cudaStreamWaitEvent(h->st_stage[t], h->ev_inputs_free, 0)) != cudaSuccess)
+			return e;
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	try
 	{
 		for (uint64_t t = 0; t < nthreads; t++)
 			workers.emplace_back([&, t] {
-				for (uint64_t c = t; c < nch; c += nthreads)
-				{
-					stage_chunk(h, js, src, nq, ranges, sp, c);
-					done[c].store(1, std::memory_order_release);
-				}
+				/* a thread's CUDA calls go to the device of its last cudaSetDevice */
+				errs[t] = cudaSetDevice(h->device);
+				take(t);
 			});
 	}
 	catch (...)
 	{
-		/* fewer threads than asked: chunks no thread took are copied below */
+		/* fewer threads than asked: those that started take every chunk */
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	for (uint64_t c = 0; c < nch; c++)
-	{
-		if (c % nthreads >= workers.size())
-			stage_chunk(h, js, src, nq, ranges, sp, c);
-		else
-			while (!done[c].load(std::memory_order_acquire))
-				std::this_thread::yield();
-		if (e == cudaSuccess)
-			e = send(c);
-	}
+	if (workers.empty())
+		take(0);
 	for (auto &w : workers)
 		w.join();
+	/* every thread's stream, even after an error: a synchronization of the handle's stream covers them */
+	for (uint64_t t = 0; t < nthreads; t++)
+	{
+		cudaError_t we = cudaEventRecord(h->ev_staged[t], h->st_stage[t]);
+
+		if (we == cudaSuccess)
+			we = cudaStreamWaitEvent(h->st, h->ev_staged[t], 0);
+		if (e == cudaSuccess)
+			e = errs[t] != cudaSuccess ? errs[t] : we;
+	}
 	return e;
 }
 
 /*
- * The point walk of chunk [a, a + m) of a batch, on st_walk once the chunk's
- * transfer (queued on st) is done: its keys narrowed to the index's width
- * unless they came narrowed, its results to d_first + a.
+ * The point walk of chunk [a, a + m) of a batch, sent on stream sent_on:
+ * on a staging thread's stream right after the transfer, or on st_walk
+ * (once the transfer is done) for chunks sent on the handle's stream, which
+ * goes on with the next chunk's transfer.  Its keys narrowed to the index's
+ * width unless they came narrowed, its results to d_first + a.
  */
 template <class KT>
 static cudaError_t
-walk_chunk(EytzGpuIndex *h, const Idx<KT> &ix, const Cfg &cfg, bool narrowed, uint64_t a, uint64_t m)
+walk_chunk(EytzGpuIndex *h, const Idx<KT> &ix, const Cfg &cfg, bool narrowed, uint64_t a, uint64_t m,
+		   cudaStream_t sent_on)
 {
 	Qs<KT>		q;
 	Outs		o = {h->d_first + a, NULL, NULL};
+	cudaStream_t ws = sent_on;
 	cudaError_t e;
 
-	if ((e = cudaEventRecord(h->ev_sent, h->st)) != cudaSuccess ||
-		(e = cudaStreamWaitEvent(h->st_walk, h->ev_sent, 0)) != cudaSuccess)
-		return e;
+	if (sent_on == h->st)
+	{
+		if ((e = cudaEventRecord(h->ev_sent, h->st)) != cudaSuccess ||
+			(e = cudaStreamWaitEvent(h->st_walk, h->ev_sent, 0)) != cudaSuccess)
+			return e;
+		ws = h->st_walk;
+	}
 	memset(&q, 0, sizeof(q));
 	q.nq = m;
 	if (narrowed || sizeof(KT) == 8)
 		q.lo = (const KT *) (narrowed ? h->d_lo : (void *) h->d_jlo) + a;
 	else
 	{
-		k_narrow<KT><<<grid1d(m), 256, 0, h->st_walk>>>(h->d_jlo + a, (KT *) h->d_lo + a, m);
+		k_narrow<KT><<<grid1d(m), 256, 0, ws>>>(h->d_jlo + a, (KT *) h->d_lo + a, m);
 		if ((e = cudaGetLastError()) != cudaSuccess)
 			return e;
 		q.lo = (const KT *) h->d_lo + a;
 	}
-	return launch_lookup<KT, MODE_POINT>(ix, q, o, cfg, h->st_walk);
+	return launch_lookup<KT, MODE_POINT>(ix, q, o, cfg, ws);
 }
 
 /*
@@ -474,8 +506,8 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 	}
 	if (plan.chunked && point_mode)
 	{
-		CK(stage_inputs(h, js, src, nq, ranges, narrowed, [&](uint64_t a, uint64_t m) {
-			return walk_chunk<KT>(h, ix, cfg, narrowed, a, m);
+		CK(stage_inputs(h, js, src, nq, ranges, narrowed, [&](uint64_t a, uint64_t m, cudaStream_t sent_on) {
+			return walk_chunk<KT>(h, ix, cfg, narrowed, a, m, sent_on);
 		}));
 		CK(cudaEventRecord(h->ev_walked, h->st_walk));
 		CK(cudaStreamWaitEvent(st, h->ev_walked, 0));
@@ -720,8 +752,11 @@ eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *
 		: submit_impl<uint64_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags, errbuf, errlen);
 	if (rc != EYTZGPU_OK)
 	{
-		/* let whatever was queued finish before the buffers are touched again */
+		/* let whatever was queued finish before the buffers are touched again (walks too) */
 		(void) cudaStreamSynchronize(h->st);
+		(void) cudaStreamSynchronize(h->st_walk);
+		for (int t = 0; t < EYTZ_STAGE_THREADS; t++)
+			(void) cudaStreamSynchronize(h->st_stage[t]);
 		(void) cudaGetLastError();
 		return rc;
 	}

@@ -1139,7 +1139,7 @@ test_join_large(void)
 		}
 
 	/*
-	 * 2^23 queries reach the device in chunks of 2^18 or more: each chunk is
+	 * 2^23 queries reach the device in chunks of 2^17 or more: each chunk is
 	 * walked as it arrives (no global reordering), from the caller's arrays
 	 * (keys narrowed while staged) and from the pinned inputs filled in place
 	 * (64-bit keys narrowed on the GPU chunk by chunk)
