@@ -129,5 +129,30 @@ SELECT jd_batched('SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k'
 	   jd_batched('DELETE FROM jd_inner i USING jd_outer o WHERE i.k = o.k') AS delete_using;
 DROP FUNCTION jd_batched(text);
 
+-- the stage budget's own clock reads (EXPLAIN ANALYZE with TIMING): at
+-- least one for every row the node returns, and what they cost, within the
+-- node's time; not shown without TIMING
+CREATE FUNCTION jd_clocks(opts text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	plan jsonb;
+	node jsonb;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, FORMAT JSON, ' || opts || ') ' || q INTO plan;
+	node := jsonb_path_query_first(plan, 'strict $.**?(@."Custom Plan Provider" == "EytzGPU Join")');
+	IF NOT node ? 'Stage Clock Reads' THEN
+		RETURN 'not shown';
+	END IF;
+	IF (node->>'Stage Clock Reads')::bigint >= (node->>'Actual Rows')::bigint AND
+		(node->>'Actual Rows')::bigint > 0 AND
+		(node->>'Stage Clock Cost')::float8 > 0 AND
+		(node->>'Stage Clock Cost')::float8 <= (node->>'Actual Total Time')::float8 THEN
+		RETURN 'reads and their cost';
+	END IF;
+	RETURN 'wrong: ' || node::text;
+END $$;
+SELECT jd_clocks('TIMING ON', 'SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k') AS timing_on,
+	   jd_clocks('TIMING OFF', 'SELECT o.x, i.v FROM jd_outer o JOIN jd_inner i ON i.k = o.k') AS timing_off;
+DROP FUNCTION jd_clocks(text, text);
+
 DROP TABLE jd_touter, jd_outer, jd_inner;
 DROP FUNCTION jd_direct(text);
