@@ -297,10 +297,11 @@ typedef std::function<cudaError_t(uint64_t a, uint64_t m, cudaStream_t st)> Chun
  * carries, see eytz_tuning.h).  Each takes the next chunk no thread has
  * taken (a preempted thread takes fewer), copies it and queues its
  * transfer (and what sent does with it) on a stream of its own: no thread
- * waits for another, and the copies and transfers overlap.  Chunks are sized so that every thread gets
- * EYTZ_STAGE_CHUNKS_PER_THREAD (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX
- * queries): a join's batches of 2^20 queries are staged by all threads too.
- * The threads copy memory and call CUDA and nothing else; they start with
+ * waits for another, and the copies and transfers overlap.  Chunks are
+ * sized so that every thread gets EYTZ_STAGE_CHUNKS_PER_THREAD
+ * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
+ * of 2^20 queries are staged by 8 threads (stage_threads).  The threads
+ * copy memory and call CUDA and nothing else; they start with
  * every signal blocked (the host process's handlers stay on its own thread)
  * and are joined before this returns.  The handle's stream then waits for
  * every thread's stream; the staging streams first wait for the work
