@@ -112,6 +112,8 @@ ANALYZE jd_couter;
 SELECT jd_direct('SELECT count(*) FROM jd_couter o JOIN jd_cinner i ON i.k = o.k') ~ '^direct / ' AS direct;
 SELECT join_check('SELECT o.x, o.y, i.a, i.v, i.t, i.w FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
 SELECT join_check('SELECT i.w, i.v FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
+-- more inner columns than are read one by one: through the heap slot
+SELECT join_check('SELECT o.x, i.a, i.k, i.v, i.t, i.w FROM jd_couter o JOIN jd_cinner i ON i.k = o.k');
 SELECT join_check('SELECT o.y, i.t, i.w FROM jd_couter o LEFT JOIN jd_cinner i ON i.k = o.x');
 SELECT join_check('SELECT o.x, i.a FROM jd_couter o JOIN jd_cinner i ON i.k = o.k AND i.v IS NULL');
 DROP TABLE jd_cinner, jd_couter;

@@ -87,6 +87,8 @@ int			eytz_lookup_overlap = EYTZ_OVERLAP_ON;
 /* the scan's first chunk: small, so that a LIMIT above costs little */
 #define EYTZ_FIRST_CHUNK 1024
 #define NO_ROW PG_UINT32_MAX
+/* inner columns read from the page one by one at most (inner_from_page) */
+#define EYTZ_INNER_DIRECT_COLS 4
 /* matches ahead whose batch rows are prefetched */
 #define EYTZ_ROW_AHEAD 8
 
@@ -705,8 +707,13 @@ eytz_join_start(EytzJoinState *st)
 	st->stage = STAGE_LOOKUP;
 	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
 	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
-	/* a whole row or a system column: through the heap slot */
-	st->inner_direct = eytz_heap_by_page(st->hf);
+	/*
+	 * a whole row or a system column: through the heap slot; so are many
+	 * columns, which one deform of the slot reads in one pass where a
+	 * heap_getattr() each would walk the tuple from its start for every
+	 * column past a NULL or a variable-width one
+	 */
+	st->inner_direct = eytz_heap_by_page(st->hf) && st->ninner <= EYTZ_INNER_DIRECT_COLS;
 	for (int i = 0; i < st->ninner; i++)
 		st->inner_direct &= st->inner_attnos[i] > 0;
 	st->outer_scan = eytz_outer_begin(outer_ps(st), estate);
