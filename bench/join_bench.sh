@@ -25,8 +25,8 @@
 # the two eytzgpu indexes' pages are byte-identical.
 # Last, the INCLUDE section (include.txt): on each data set the CPU join
 # over the index without INCLUDE, then over a covering index INCLUDE (v)
-# after VACUUM (index-only: the sum reads v from the index), with sizes and
-# EXPLAIN ANALYZE's heap fetches.
+# after VACUUM (index-only: the sum reads v from the index), with sizes,
+# EXPLAIN ANALYZE's heap fetches and the ratio's bound (incl_bound).
 set -euo pipefail
 N=${1:-20000000}
 M=${2:-2000000}
@@ -223,6 +223,19 @@ incl_fetches() {
 	{ echo "$1"; echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $2;"; } | $PSQL 2>&1 |
 		grep -oE 'Heap Fetches: [0-9]+' | awk '{print $3}'
 }
+# The ratio if looking the keys up cost nothing, from the two joins' last
+# EXPLAIN (ANALYZE, TIMING OFF): the plain join less its lookup's search
+# (keeping its match sort and heap fetches) against the INCLUDE join less its
+# whole lookup (keeping the outer scan and the per-row work both joins do).
+# Where this is below 2, no faster search can make the INCLUDE join 2x.
+incl_bound() {
+	local p="$OUT/${1//[^A-Za-z0-9]/_}.log" i="$OUT/${2//[^A-Za-z0-9]/_}.log"
+	last() { grep -oE "$1: [0-9.]+" "$2" | tail -1 | awk '{print $NF}'; }
+	awk -v pe="$(last 'Execution Time' "$p")" -v ps="$(last 'Lookup Search Time' "$p")" \
+		-v ie="$(last 'Execution Time' "$i")" -v il="$(last 'Lookup Time' "$i")" \
+		'BEGIN { if (pe == "" || ps == "" || ie == "" || il == "" || ie - il <= 0) print "n/a (no EXPLAIN figures)";
+		else printf "%.2fx (no INCLUDE %.1f - search %.1f ms, INCLUDE %.1f - lookup %.1f ms)\n", (pe - ps) / (ie - il), pe, ps, ie, il }'
+}
 incl_case() {
 	local label=$1 tbl=$2 plain_idx=$3 query=$4
 	local settings="$ON $FORCE SET eytzgpu.device = cpu;"
@@ -238,6 +251,8 @@ incl_case() {
 	sql "DROP INDEX $plain_idx"
 	time_query "$label: INCLUDE (index-only), CPU" "$settings" "$query" budget
 	echo "$label: INCLUDE heap fetches $(incl_fetches "$settings" "$query")" | tee -a "$OUT/include.txt"
+	echo "$label: CPU ratio with free lookups $(incl_bound "$label: no INCLUDE, CPU" "$label: INCLUDE (index-only), CPU")" |
+		tee -a "$OUT/include.txt"
 	if [ "${EYTZ_GPU:-0}" = 1 ]; then
 		time_query "$label: INCLUDE (index-only), GPU" "$gpu" "$query" budget
 		echo "$label: INCLUDE heap fetches, GPU $(incl_fetches "$gpu" "$query")" | tee -a "$OUT/include.txt"

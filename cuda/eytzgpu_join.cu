@@ -316,7 +316,7 @@ stage_inputs(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, uint64_t nq,
 	uint64_t	nch,
 				nthreads;
 	std::vector<std::thread> workers;
-	cudaError_t errs[EYTZ_STAGE_THREADS];
+	cudaError_t errs[EYTZ_STAGE_THREADS] = {};	/* cudaSuccess: set again before any thread starts */
 	std::atomic<uint64_t> next_chunk(0);
 	cudaError_t e = cudaSuccess;
 	sigset_t	all,
