@@ -15,7 +15,8 @@ against PostgreSQL's own plan: inner, LEFT, semi, anti, range joins, join and
 inner quals, system and TOASTable columns) and two index or index-only scans
 against a seq scan, then changes the tables (inserts, updates of values and
 keys, deletes, then VACUUM, eytzgpu_merge or REINDEX).  FUZZ_DEVICE=gpu runs
-the joins on the GPU.  Exits 1 on any difference, 2 on an SQL error; the
+the joins on the GPU; FUZZ_BIG=1 takes 200k-1M inner and 300k-600k outer rows
+(batches the GPU stages on several threads).  Exits 1 on any difference, 2 on an SQL error; the
 seed reproduces the campaign.  Not part of the test suite (a campaign takes
 minutes); the suite's own differential tests are in sql/ and t/.
 """
@@ -54,9 +55,11 @@ def key(e):
     return f"({e})::{ktype}"
 
 
-span = rnd.choice([50, 1000, 100000, 2000000])
-n = rnd.choice([0, 1, 7, 500, 5000, 60000, 200000])
-m = rnd.choice([0, 1, 100, 3000, 50000])
+big = os.environ.get("FUZZ_BIG") == "1"
+# (dates: 2000-01-01 less a quarter of the span stays after 4713 BC)
+span = rnd.choice([50, 1000, 100000, 2000000] if not big else [1000000, 20000000 if ktype != "date" else 2000000])
+n = rnd.choice([0, 1, 7, 500, 5000, 60000, 200000] if not big else [200000, 1000000])
+m = rnd.choice([0, 1, 100, 3000, 50000] if not big else [300000, 600000])
 include = rnd.random() < 0.7
 columns = "v, w, d" if rnd.random() < 0.5 else "v"
 nullfrac = rnd.choice([0, 0.01, 0.2])
@@ -152,7 +155,7 @@ differences = used = checked = 0
 for i in range(rounds):
     script = f"\\i {harness}\n"
     script += (f"SET work_mem = '{rnd.choice(['64kB', '1MB', '64MB'])}'; "
-               f"SET eytzgpu.batch_size = {rnd.choice([1, 17, 1024, 1048576])}; "
+               f"SET eytzgpu.batch_size = {rnd.choice([1, 17, 1024, 1048576] if not big else [1024, 1048576])}; "
                f"SET eytzgpu.direct_outer = {rnd.choice(['on', 'off'])}; "
                f"SET eytzgpu.image_cache_limit = {rnd.choice([0, 1024])};\n")
     if os.environ.get("FUZZ_DEVICE"):
