@@ -15,10 +15,11 @@ against PostgreSQL's own plan: inner, LEFT, semi, anti, range joins, join and
 inner quals, system and TOASTable columns) and two index or index-only scans
 against a seq scan, then changes the tables (inserts, updates of values and
 keys, deletes, then VACUUM, eytzgpu_merge or REINDEX).  FUZZ_DEVICE=gpu runs
-the joins on the GPU; FUZZ_BIG=1 takes 200k-1M inner and 300k-600k outer rows
-(batches the GPU stages on several threads).  Exits 1 on any difference, 2 on an SQL error; the
-seed reproduces the campaign.  Not part of the test suite (a campaign takes
-minutes); the suite's own differential tests are in sql/ and t/.
+the joins on the GPU; FUZZ_BIG=1 takes 200k-1M inner and 300k-600k outer
+rows (batches the GPU stages on several threads).  Exits 1 on any
+difference, 2 on an SQL error; the seed reproduces the campaign.  Not part
+of the test suite (a campaign takes minutes); the suite's own differential
+tests are in sql/ and t/.
 """
 import os
 import random
@@ -57,7 +58,8 @@ def key(e):
 
 big = os.environ.get("FUZZ_BIG") == "1"
 # (dates: 2000-01-01 less a quarter of the span stays after 4713 BC)
-span = rnd.choice([50, 1000, 100000, 2000000] if not big else [1000000, 20000000 if ktype != "date" else 2000000])
+span = rnd.choice([50, 1000, 100000, 2000000] if not big else
+                  [1000000, 20000000 if ktype != "date" else 2000000])
 n = rnd.choice([0, 1, 7, 500, 5000, 60000, 200000] if not big else [200000, 1000000])
 m = rnd.choice([0, 1, 100, 3000, 50000] if not big else [300000, 600000])
 include = rnd.random() < 0.7
