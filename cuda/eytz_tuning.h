@@ -139,9 +139,9 @@
 /*
  * Join point batches that arrive in chunks of at least this many queries
  * are walked chunk by chunk as they arrive (EytzPlan.chunked): 2^25 queries
- * come in chunks of nq / 60 (15 threads), the executor's batches of 2^20 in chunks of 2^16,
- * which keep their one walk after the transfer (a launch per 2^16 queries
- * was not measured).
+ * come in chunks of nq / 60 (15 threads), the executor's batches of 2^20
+ * in chunks of 2^16, which keep their one walk after the transfer (a
+ * launch per 2^16 queries was not measured).
  */
 #define EYTZ_CHUNK_WALK_MIN		(1ull << 17)
 #define EYTZ_STAGE_CHUNK_MIN	(1ull << 16)

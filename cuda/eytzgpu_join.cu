@@ -299,11 +299,11 @@ typedef std::function<cudaError_t(uint64_t a, uint64_t m, cudaStream_t st)> Chun
  * transfer (and what sent does with it) on a stream of its own: no thread
  * waits for another, and the copies and transfers overlap.  Chunks are
  * sized so that every thread gets EYTZ_STAGE_CHUNKS_PER_THREAD
- * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries): a join's batches
- * of 2^20 queries are staged by 8 threads (stage_threads).  The threads
- * copy memory and call CUDA and nothing else; they start with
- * every signal blocked (the host process's handlers stay on its own thread)
- * and are joined before this returns.  The handle's stream then waits for
+ * (EYTZ_STAGE_CHUNK_MIN .. EYTZ_STAGE_CHUNK_MAX queries); a join's batch
+ * of 2^20 queries is staged by up to 8 threads, one per 2^17 queries
+ * (stage_threads).  The threads copy memory and call CUDA and nothing
+ * else; they start with every signal blocked (the host process's handlers
+ * stay on its own thread) and are joined before this returns.  The handle's stream then waits for
  * every thread's stream; the staging streams first wait for the work
  * queued before (an earlier batch's kernels read the same query buffers).
  */

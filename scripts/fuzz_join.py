@@ -140,9 +140,15 @@ scans += [f"SELECT k FROM ft WHERE k < {key(str(rnd.randrange(span)))}",
 
 
 def scan_check(i, q):
-    """SQL that prints the multiset difference of q through the index and through a seq scan"""
+    """
+    SQL that prints the plan of q through the index (between "P begin" and
+    "P end") and the multiset difference of its answer and a seq scan's
+    """
     return f"""SET enable_seqscan = off; SET enable_bitmapscan = {rnd.choice(['on', 'off'])};
 SET enable_indexonlyscan = {rnd.choice(['on', 'off'])};
+SELECT '{i} P begin';
+EXPLAIN (COSTS OFF) {q};
+SELECT '{i} P end';
 CREATE TEMP TABLE s_on AS {q};
 RESET enable_seqscan; SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
 CREATE TEMP TABLE s_off AS {q};
@@ -153,7 +159,7 @@ DROP TABLE s_on, s_off;
 """
 
 
-differences = used = checked = 0
+differences = used = checked = scan_checks = indexed = 0
 for i in range(rounds):
     script = f"\\i {harness}\n"
     script += (f"SET work_mem = '{rnd.choice(['64kB', '1MB', '64MB'])}'; "
@@ -166,7 +172,16 @@ for i in range(rounds):
         script += f"SELECT '{i} J ' || join_check($q${q}$q$);\n"
     for q in rnd.sample(scans, 2):
         script += scan_check(i, q)
+    in_plan = False
     for line in run(script).splitlines():
+        if line.endswith(" P begin"):
+            in_plan, on_index = True, False
+        elif line.endswith(" P end"):
+            in_plan = False
+            scan_checks += 1
+            indexed += on_index
+        elif in_plan:
+            on_index |= "ft_ez" in line
         if " J custom=" in line:
             checked += 1
             used += " J custom=t " in line
@@ -175,5 +190,6 @@ for i in range(rounds):
             differences += 1
     run(changes())
 print(f"seed {seed}: {ktype} keys, {n} x {m} rows, span {span}, include {include}: {rounds} rounds, "
-      f"the eytzgpu join in {used} of {checked} join checks, {differences} differences")
+      f"the eytzgpu join in {used} of {checked} join checks, the index in {indexed} of {scan_checks} scan checks, "
+      f"{differences} differences")
 sys.exit(1 if differences else 0)
