@@ -38,7 +38,7 @@ cp -a "$REPO/." "$WORK/src"
 [ "$(id -u)" = 0 ] && chown -R postgres: "$WORK"
 # no autovacuum: tests that VACUUM and then read the visibility map or the
 # table's size need no concurrent snapshot or lock of its making
-PG_OPTS="${PG_OPTS:-} -c autovacuum=off" start_cluster "$WORK/pg" 54329
+PG_OPTS="${PG_OPTS:-} -c autovacuum=off" start_cluster "$WORK/pg" "${EYTZ_TEST_PORT:-54329}"
 
 echo "== pg_regress"
 as_pguser make -C "$WORK/src" -s installcheck "$@" || {
