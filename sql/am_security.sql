@@ -66,6 +66,106 @@ SELECT count(*), sum(k) FROM sec_dup WHERE k BETWEEN 40 AND 50000;
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 
+-- verify runs the index's expressions and predicate as the table's owner,
+-- under SECURITY_RESTRICTED_OPERATION (as REINDEX and amcheck do): an owner
+-- who plants code in them gains nothing when a superuser or a pg_monitor
+-- member verifies.  evil_probe says whose rights it runs with, and tries
+-- to make its owner a superuser and to change a GUC for the session.
+CREATE ROLE regress_eytz_mallory;
+GRANT CREATE ON SCHEMA public TO regress_eytz_mallory;
+CREATE FUNCTION evil_probe() RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	super boolean := (SELECT rolsuper FROM pg_roles WHERE rolname = current_user);
+BEGIN
+	RAISE WARNING 'evil_probe runs as %, superuser: %', current_user, super;
+	IF super THEN
+		EXECUTE 'ALTER ROLE regress_eytz_mallory SUPERUSER';
+	END IF;
+	PERFORM set_config('work_mem', '1234kB', false);
+	RETURN 0;
+END $$;
+ALTER FUNCTION evil_probe() OWNER TO regress_eytz_mallory;
+CREATE FUNCTION evil_key(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN PERFORM evil_probe(); RETURN $1; END $$;
+ALTER FUNCTION evil_key(int) OWNER TO regress_eytz_mallory;
+CREATE FUNCTION evil_pred(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN PERFORM evil_probe(); RETURN $1 > 0; END $$;
+ALTER FUNCTION evil_pred(int) OWNER TO regress_eytz_mallory;
+SET ROLE regress_eytz_mallory;
+SET client_min_messages = error;   -- the build's own calls
+CREATE TABLE evil_t (k int4);
+INSERT INTO evil_t VALUES (1), (2);
+CREATE INDEX evil_expr ON evil_t USING eytzgpu (evil_key(k));
+CREATE INDEX evil_partial ON evil_t USING eytzgpu (k) WHERE evil_pred(k);
+RESET client_min_messages;
+RESET ROLE;
+-- a superuser verifies
+SELECT eytzgpu_verify('evil_expr', true);
+SELECT eytzgpu_verify('evil_partial', true);
+SHOW work_mem;
+SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_eytz_mallory';
+-- a pg_monitor member (no superuser, no SELECT on the table) verifies
+SET ROLE regress_eytz_monitor;
+SELECT eytzgpu_verify('evil_expr', true);
+SELECT eytzgpu_verify('evil_partial', true);
+RESET ROLE;
+SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_eytz_mallory';
+DROP TABLE evil_t;
+DROP FUNCTION evil_key, evil_pred, evil_probe;
+REVOKE CREATE ON SCHEMA public FROM regress_eytz_mallory;
+
+-- the functions run with the caller's rights and settings and check
+-- privileges themselves: none is SECURITY DEFINER or sets a GUC, and none
+-- but the handler and the status functions is granted beyond PUBLIC's
+-- default
+SELECT p.proname, p.prosecdef, p.proconfig
+  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'eytzgpu'
+ WHERE p.prosecdef OR p.proconfig IS NOT NULL OR p.proacl IS NOT NULL
+ ORDER BY 1;
+
+-- a partitioned eytzgpu index: verify checks every leaf's index; info and
+-- merge say it is partitioned and what to call instead
+CREATE TABLE sec_part (k int4, v int4) PARTITION BY RANGE (k);
+CREATE TABLE sec_part_a PARTITION OF sec_part FOR VALUES FROM (MINVALUE) TO (50);
+CREATE TABLE sec_part_b PARTITION OF sec_part FOR VALUES FROM (50) TO (MAXVALUE)
+	PARTITION BY HASH (k);
+CREATE TABLE sec_part_b0 PARTITION OF sec_part_b FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE sec_part_b1 PARTITION OF sec_part_b FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO sec_part SELECT g % 100, g FROM generate_series(1, 3000) g;
+CREATE INDEX sec_part_ez ON sec_part USING eytzgpu (k);
+SELECT eytzgpu_verify('sec_part_ez'), eytzgpu_verify('sec_part_ez', true);
+SELECT am_error($$SELECT eytzgpu_info('sec_part_ez')$$);
+SELECT am_error($$SELECT eytzgpu_merge('sec_part_ez')$$);
+\set VERBOSITY verbose
+\set ON_ERROR_STOP 0
+SELECT entries FROM eytzgpu_info('sec_part_ez');
+\set ON_ERROR_STOP 1
+\set VERBOSITY default
+-- the hint's query answers
+SELECT relid, (eytzgpu_info(relid)).entries FROM pg_partition_tree('sec_part_ez') WHERE isleaf ORDER BY 1;
+-- SELECT on the partitioned table lets one verify all of it
+GRANT SELECT ON sec_part TO regress_eytz_reader;
+SET ROLE regress_eytz_reader;
+SELECT eytzgpu_verify('sec_part_ez', true);
+SELECT am_error($$SELECT eytzgpu_verify('sec_part_b0_k_idx', true)$$);
+RESET ROLE;
+SET ROLE regress_eytz_nobody;
+SELECT am_error($$SELECT eytzgpu_verify('sec_part_ez')$$);
+RESET ROLE;
+-- every leaf's rows are checked: an expression index whose function counts
+-- its calls is called once per row of every partition
+CREATE SEQUENCE sec_calls;
+CREATE FUNCTION sec_counted(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN PERFORM nextval('sec_calls'); RETURN $1; END $$;
+CREATE INDEX sec_part_expr ON sec_part USING eytzgpu (sec_counted(k));
+SELECT nextval('sec_calls') AS before \gset
+SELECT eytzgpu_verify('sec_part_expr', true);
+SELECT nextval('sec_calls') - :before - 1 AS rows_checked, (SELECT count(*) FROM sec_part) AS rows;
+DROP TABLE sec_part;
+DROP FUNCTION sec_counted;
+DROP SEQUENCE sec_calls;
+
 DROP TABLE sec, sec_dup;
 DROP FUNCTION am_error, am_check, am_battery, index_blocks;
-DROP ROLE regress_eytz_nobody, regress_eytz_reader, regress_eytz_monitor;
+DROP ROLE regress_eytz_nobody, regress_eytz_reader, regress_eytz_monitor, regress_eytz_mallory;

@@ -425,7 +425,8 @@ extern void eytz_rank_walk_init(EytzRankWalk *walk, uint64 n, uint32 k);
 extern uint64 eytz_rank_walk_next(EytzRankWalk *walk, uint32 *level);
 
 /* eytzinfo.c */
-extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode);
+extern Relation eytz_open_index(Oid indexoid, LOCKMODE lockmode,
+								const char *fname);
 
 /* eytzsearch.c */
 

@@ -68,8 +68,9 @@ eytz_include_get(Relation index, EytzInclude *inc)
 	for (c = 0; c < inc->ncols; c++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, nkey + c);
+		Oid			basetype = getBaseType(att->atttypid);	/* a domain is its base type */
 
-		if (!include_type_ok(att->atttypid) || !att->attbyval ||
+		if (!include_type_ok(basetype) || !att->attbyval ||
 			(att->attlen != 1 && att->attlen != 2 && att->attlen != 4 &&
 			 att->attlen != 8))
 			ereport(ERROR,
@@ -78,7 +79,7 @@ eytz_include_get(Relation index, EytzInclude *inc)
 							NameStr(att->attname), format_type_be(att->atttypid)),
 					 errhint("INCLUDE columns of eytzgpu indexes may be int2, int4, int8, float4, float8, date, timestamp, timestamptz, oid or bool.")));
 		inc->width[c] = att->attlen;
-		inc->typid[c] = att->atttypid;
+		inc->typid[c] = basetype;
 	}
 }
 

@@ -3,7 +3,7 @@
  *		SQL functions eytzgpu_info() and eytzgpu_verify().
  *
  * eytzgpu_verify() is the amcheck of eytzgpu: through the page layer it
- * re-derives every property the search relies on (eytzpage.c),  * checks that
+ * re-derives every property the search relies on (eytzpage.c), checks that
  * every TID points into the table and every NULL included value is stored
  * as zeros, and with heapallindexed that every live heap tuple has its
  * entry, with the heap's included values (as amcheck's
@@ -13,7 +13,10 @@
  * Both functions reveal what the table holds, so they require SELECT on the
  * table (or pg_monitor), checked before anything is locked.  verify holds
  * the merge lock in share mode, as inserts do: merges and VACUUM wait,
- * writers do not.
+ * writers do not.  heapallindexed runs the index's expressions and
+ * predicate as the table's owner, restricted, as REINDEX does.  verify of a
+ * partitioned index verifies each leaf's; info refuses one, naming the
+ * per-leaf call.
  */
 #include "postgres.h"
 
@@ -24,6 +27,7 @@
 #include "catalog/index.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type_d.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
@@ -33,18 +37,24 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "eytzinclude.h"
 
 PG_FUNCTION_INFO_V1(eytzgpu_info);
 PG_FUNCTION_INFO_V1(eytzgpu_verify);
 
-/* Open an index and make sure it is an eytzgpu index */
+/*
+ * Open an index and make sure it is an eytzgpu index.  A partitioned
+ * eytzgpu index holds no entries (each leaf's index does): fname, the
+ * calling function, is named in the hint that says what to call instead.
+ */
 Relation
-eytz_open_index(Oid indexoid, LOCKMODE lockmode)
+eytz_open_index(Oid indexoid, LOCKMODE lockmode, const char *fname)
 {
 	Relation	index = try_relation_open(indexoid, lockmode);
 
@@ -52,6 +62,17 @@ eytz_open_index(Oid indexoid, LOCKMODE lockmode)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", indexoid)));
+	if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
+		index->rd_rel->relam == get_index_am_oid("eytzgpu", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a partitioned eytzgpu index",
+						RelationGetRelationName(index)),
+				 errdetail("Its entries are held by the index of each partition."),
+				 errhint("Call %s for each leaf: SELECT relid, %s(relid) FROM pg_partition_tree(%s) WHERE isleaf;",
+						 fname, fname,
+						 quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+																	   RelationGetRelationName(index))))));
 	if (index->rd_rel->relkind != RELKIND_INDEX ||
 		index->rd_rel->relam != get_index_am_oid("eytzgpu", false))
 		ereport(ERROR,
@@ -92,7 +113,7 @@ eytzgpu_info(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	check_read_privilege(PG_GETARG_OID(0));
-	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock);
+	index = eytz_open_index(PG_GETARG_OID(0), AccessShareLock, "eytzgpu_info");
 	eytz_read_meta(index, &meta);
 	nblocks = RelationGetNumberOfBlocks(index);
 	ncols = eytz_include_count(index);
@@ -218,6 +239,9 @@ check_heap_all_indexed(Relation heap, Relation index, Snapshot snapshot,
 	HeapCheckState hs;
 	IndexInfo  *indexInfo = BuildIndexInfo(index);
 	TableScanDesc scan;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
 
 	/* as amcheck: the scan's snapshot decides which tuples must be there */
 	indexInfo->ii_Concurrent = true;
@@ -230,9 +254,25 @@ check_heap_all_indexed(Relation heap, Relation index, Snapshot snapshot,
 	hs.entries = entries;
 	hs.rv = rv;
 	hs.tuples = 0;
+
+	/*
+	 * The index's expressions and predicate are the table owner's code: run
+	 * them as the owner, under SECURITY_RESTRICTED_OPERATION and with GUC
+	 * changes kept local, as REINDEX and amcheck do, never with the rights
+	 * of whoever verifies.  An ERROR restores the caller's identity.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(heap->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+#if PG_VERSION_NUM >= 170000
+	RestrictSearchPath();
+#endif
 	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
 	table_index_build_scan(heap, index, indexInfo, true, false,
 						   heap_tuple_check, &hs, scan);
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
 /* Every TID of the entries points below the table's end */
@@ -282,14 +322,10 @@ check_include_pages(Relation index, const EytzMetaPageData *meta,
 	}
 }
 
-/*
- * eytzgpu_verify(index regclass, heapallindexed boolean DEFAULT false)
- */
-Datum
-eytzgpu_verify(PG_FUNCTION_ARGS)
+/* Verify one eytzgpu index (the caller checked the privilege) */
+static void
+verify_index(Oid indexoid, bool heapallindexed)
 {
-	Oid			indexoid = PG_GETARG_OID(0);
-	bool		heapallindexed = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
 	Oid			heapoid;
 	Relation	heap;
 	Relation	index;
@@ -311,11 +347,10 @@ eytzgpu_verify(PG_FUNCTION_ARGS)
 	int			count,
 				i;
 
-	check_read_privilege(indexoid);
 	/* the table first, as every index user locks them */
 	heapoid = IndexGetRelation(indexoid, true);
 	heap = OidIsValid(heapoid) ? table_open(heapoid, AccessShareLock) : NULL;
-	index = eytz_open_index(indexoid, AccessShareLock);
+	index = eytz_open_index(indexoid, AccessShareLock, "eytzgpu_verify");
 	if (heapallindexed)
 	{
 		snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -406,5 +441,48 @@ eytzgpu_verify(PG_FUNCTION_ARGS)
 	pfree(page);
 	pfree(values);
 	pfree(isnull);
+}
+
+/* Is indexoid a partitioned index of eytzgpu? */
+static bool
+is_partitioned_eytz_index(Oid indexoid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	bool		result = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_class rel = (Form_pg_class) GETSTRUCT(tuple);
+
+		result = rel->relkind == RELKIND_PARTITIONED_INDEX &&
+			rel->relam == get_index_am_oid("eytzgpu", false);
+		ReleaseSysCache(tuple);
+	}
+	return result;
+}
+
+/*
+ * eytzgpu_verify(index regclass, heapallindexed boolean DEFAULT false)
+ *
+ * A partitioned index is verified leaf by leaf: the privilege on the
+ * partitioned table covers its partitions, as a query of it reads them.
+ */
+Datum
+eytzgpu_verify(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	bool		heapallindexed = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
+
+	check_read_privilege(indexoid);
+	if (is_partitioned_eytz_index(indexoid))
+	{
+		ListCell   *lc;
+
+		foreach(lc, find_all_inheritors(indexoid, NoLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_INDEX)
+				verify_index(lfirst_oid(lc), heapallindexed);
+	}
+	else
+		verify_index(indexoid, heapallindexed);
 	PG_RETURN_BOOL(true);
 }

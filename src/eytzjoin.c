@@ -120,6 +120,22 @@ static const CustomScanMethods eytz_scan_methods = {
 	.CreateCustomScanState = eytz_join_create_scan_state,
 };
 
+/* A column of a domain type comes relabeled to its base type (indxpath.c looks through it too) */
+static Node *
+strip_relabel(Node *node)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
+static bool
+is_inner_var(Node *node, RelOptInfo *innerrel)
+{
+	node = strip_relabel(node);
+	return IsA(node, Var) && ((Var *) node)->varno == innerrel->relid;
+}
+
 /* Is clause "inner.key OP outer_expr" (either way round) usable? */
 static bool
 match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
@@ -144,15 +160,15 @@ match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	left = linitial(op->args);
 	right = lsecond(op->args);
 	opno = op->opno;
-	if (IsA(left, Var) && ((Var *) left)->varno == innerrel->relid)
+	if (is_inner_var(left, innerrel))
 	{
-		var = (Var *) left;
+		var = (Var *) strip_relabel(left);
 		other = right;
 		other_relids = rinfo->right_relids;
 	}
-	else if (IsA(right, Var) && ((Var *) right)->varno == innerrel->relid)
+	else if (is_inner_var(right, innerrel))
 	{
-		var = (Var *) right;
+		var = (Var *) strip_relabel(right);
 		other = left;
 		other_relids = rinfo->left_relids;
 		opno = get_commutator(opno);

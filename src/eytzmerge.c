@@ -782,7 +782,7 @@ eytzgpu_merge(PG_FUNCTION_ARGS)
 	if (!pg_class_ownercheck(indexoid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 
-	index = eytz_open_index(indexoid, RowExclusiveLock);
+	index = eytz_open_index(indexoid, RowExclusiveLock, "eytzgpu_merge");
 	eytz_merge(index, true, 1, &lsn);
 	eytz_read_meta(index, &meta);
 
