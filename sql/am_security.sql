@@ -137,11 +137,9 @@ CREATE INDEX sec_part_ez ON sec_part USING eytzgpu (k);
 SELECT eytzgpu_verify('sec_part_ez'), eytzgpu_verify('sec_part_ez', true);
 SELECT am_error($$SELECT eytzgpu_info('sec_part_ez')$$);
 SELECT am_error($$SELECT eytzgpu_merge('sec_part_ez')$$);
-\set VERBOSITY verbose
 \set ON_ERROR_STOP 0
 SELECT entries FROM eytzgpu_info('sec_part_ez');
 \set ON_ERROR_STOP 1
-\set VERBOSITY default
 -- the hint's query answers
 SELECT relid, (eytzgpu_info(relid)).entries FROM pg_partition_tree('sec_part_ez') WHERE isleaf ORDER BY 1;
 -- SELECT on the partitioned table lets one verify all of it
