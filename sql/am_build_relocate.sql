@@ -18,9 +18,11 @@ ANALYZE reloc;
 SELECT eytz_moved.eytzgpu_verify('reloc_k');
 SELECT layout, entries FROM eytz_moved.eytzgpu_info('reloc_k');
 SET enable_seqscan = off;
+SET enable_bitmapscan = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM reloc WHERE k = 7;
 SELECT count(*) FROM reloc WHERE k = 7;
 RESET enable_seqscan;
+RESET enable_bitmapscan;
 -- the join (whichever plan runs it) against PostgreSQL's own plans
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;

@@ -41,11 +41,13 @@ SELECT am_error($$CREATE INDEX ON er USING eytzgpu ((t::numeric))$$);
 CREATE INDEX er_expr ON er USING eytzgpu ((length(t)));
 SELECT am_error($$CLUSTER er USING er_expr$$);
 SET enable_seqscan = off;
+SET enable_bitmapscan = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM er WHERE length(t) = 3;
 SELECT count(*) FROM er WHERE length(t) = 3;
 -- IS NULL and ORDER BY cannot use the index
 EXPLAIN (COSTS OFF) SELECT * FROM er WHERE length(t) IS NULL;
 RESET enable_seqscan;
+RESET enable_bitmapscan;
 DROP INDEX er_expr;
 -- exclusion constraints with = work (amgettuple), pending entries included
 ALTER TABLE er ADD CONSTRAINT er_excl EXCLUDE USING eytzgpu (i WITH =);

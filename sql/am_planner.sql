@@ -49,3 +49,36 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM pl_keys JOIN pl USING (k);
 RESET eytzgpu.enable_join;
 DROP TABLE pl, pl_keys;
 DROP FUNCTION am_plan;
+
+-- index scan or bitmap scan: the planner chooses for an eytzgpu index as it
+-- does for btree, by the column's correlation with the heap: the plan node
+-- types of each query match those of the same table with a btree index
+CREATE FUNCTION scan_kinds(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	kinds text := '';
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		kinds := kinds || coalesce(substring(line from '(Seq Scan|Bitmap Index Scan|Index Only Scan|Index Scan)') || ' ', '');
+	END LOOP;
+	RETURN rtrim(kinds);
+END
+$$;
+CREATE TABLE pc (k int4, scattered int4, v int4);
+INSERT INTO pc SELECT g, (random() * 200000)::int4, g FROM generate_series(1, 200000) g;
+CREATE INDEX pc_bt_k ON pc USING btree (k);
+CREATE INDEX pc_bt_s ON pc USING btree (scattered);
+ANALYZE pc;
+CREATE TEMP TABLE pc_queries AS SELECT * FROM unnest(ARRAY[
+	'SELECT sum(v) FROM pc WHERE k BETWEEN 1000 AND 3000',
+	'SELECT sum(v) FROM pc WHERE k = 77',
+	'SELECT sum(v) FROM pc WHERE scattered BETWEEN 1000 AND 3000',
+	'SELECT sum(v) FROM pc WHERE scattered BETWEEN 1000 AND 1005',
+	'SELECT sum(v) FROM pc WHERE scattered = ANY (''{5,77,1000,9999}'')']) q;
+CREATE TEMP TABLE pc_btree AS SELECT q, scan_kinds(q) AS kinds FROM pc_queries;
+DROP INDEX pc_bt_k, pc_bt_s;
+CREATE INDEX pc_ez_k ON pc USING eytzgpu (k);
+CREATE INDEX pc_ez_s ON pc USING eytzgpu (scattered);
+SELECT b.q, b.kinds AS btree, scan_kinds(b.q) AS eytzgpu FROM pc_btree b ORDER BY b.q;
+DROP TABLE pc;
+DROP FUNCTION scan_kinds;

@@ -147,6 +147,7 @@ SELECT * FROM am_check('ty_int4_idx', ARRAY[
 -- prepared statements, generic plans: parameters of several types and NULL
 SET plan_cache_mode = force_generic_plan;
 SET enable_seqscan = off;
+SET enable_bitmapscan = off;
 PREPARE p8(int8) AS SELECT count(*) FROM ty_int4 WHERE k < $1;
 EXPLAIN (COSTS OFF) EXECUTE p8(0);
 PREPARE pa(int8[]) AS SELECT count(*) FROM ty_int4 WHERE k = ANY ($1);

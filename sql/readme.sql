@@ -49,7 +49,7 @@ SELECT * FROM orders WHERE customer = ANY ('{1,2,3}');
 SELECT * FROM orders WHERE customer BETWEEN 1000 AND 1002;
 SELECT * FROM orders WHERE customer < 3::int8;   -- int4 column, int8 constant
 
--- "Each of these plans an Index Scan using orders_customer"
+-- "Each of these plans a Bitmap Index Scan on orders_customer"
 SELECT plan_of('SELECT * FROM orders WHERE customer = 42');
 SELECT plan_of('SELECT * FROM orders WHERE customer = ANY (''{1,2,3}'')');
 SELECT plan_of('SELECT * FROM orders WHERE customer BETWEEN 1000 AND 1002');

@@ -4,18 +4,76 @@
  *
  * Like btree's: genericcostestimate() charges the index pages and entries the
  * selectivity implies, plus the CPU of a descent through the layout's levels
- * and of a linear pass over the pending list.  The scan hands TIDs out in
- * heap order, so the heap is read in physical order.
+ * and of a linear pass over the pending list.  The correlation is the key
+ * column's with the heap, from its statistics, as btree takes it: the scan
+ * sorts each chunk of TIDs into heap order, but chunks double in size from
+ * small ones, so a range of many rows visits most of its heap pages once
+ * per chunk, not once, and a bitmap scan (which visits each once) is the
+ * better plan for it, as for btree.
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
+#include "catalog/pg_statistic.h"
 #include "optimizer/cost.h"
+#include "parser/parsetree.h"
 #include "optimizer/optimizer.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
+#include "utils/syscache.h"
 #include "access/relation.h"
 
 #include "eytzgpu.h"
+
+/*
+ * The correlation of the index's key with the heap's order, from the
+ * statistics of the table's column (or of the index's expression), 0 when
+ * there are none
+ */
+static double
+key_correlation(PlannerInfo *root, IndexOptInfo *index)
+{
+	RangeTblEntry *rte = planner_rt_fetch(index->rel->relid, root);
+	VariableStatData vardata;
+	double		correlation = 0.0;
+	Oid			lessop;
+	AttStatsSlot sslot;
+
+	MemSet(&vardata, 0, sizeof(vardata));
+	if (index->indexkeys[0] != 0)
+	{
+		if (!(get_relation_stats_hook &&
+			  (*get_relation_stats_hook) (root, rte, index->indexkeys[0], &vardata)))
+		{
+			vardata.statsTuple = SearchSysCache3(STATRELATTINH,
+												 ObjectIdGetDatum(rte->relid),
+												 Int16GetDatum(index->indexkeys[0]),
+												 BoolGetDatum(rte->inh));
+			vardata.freefunc = ReleaseSysCache;
+		}
+	}
+	else if (!(get_index_stats_hook &&
+			   (*get_index_stats_hook) (root, index->indexoid, 1, &vardata)))
+	{
+		vardata.statsTuple = SearchSysCache3(STATRELATTINH,
+											 ObjectIdGetDatum(index->indexoid),
+											 Int16GetDatum(1), BoolGetDatum(false));
+		vardata.freefunc = ReleaseSysCache;
+	}
+	lessop = get_opfamily_member(index->opfamily[0], index->opcintype[0],
+								 index->opcintype[0], BTLessStrategyNumber);
+	if (HeapTupleIsValid(vardata.statsTuple) && OidIsValid(lessop) &&
+		get_attstatsslot(&sslot, vardata.statsTuple, STATISTIC_KIND_CORRELATION,
+						 lessop, ATTSTATSSLOT_NUMBERS))
+	{
+		if (sslot.nnumbers == 1)
+			correlation = sslot.numbers[0];
+		free_attstatsslot(&sslot);
+	}
+	ReleaseVariableStats(vardata);
+	return correlation;
+}
 
 void
 eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -55,6 +113,6 @@ eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	*indexStartupCost = costs.indexStartupCost + descent;
 	*indexTotalCost = costs.indexTotalCost + descent;
 	*indexSelectivity = costs.indexSelectivity;
-	*indexCorrelation = 1.0;
+	*indexCorrelation = key_correlation(root, index);
 	*indexPages = costs.numIndexPages;
 }
