@@ -114,6 +114,32 @@ SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- eks, 5
 ALTER INDEX orders_customer RESET (layout, fanout, pending_limit);
 REINDEX INDEX orders_customer;
 
+SET enable_partitionwise_join = on;
+CREATE TABLE events (customer int4, amount int4) PARTITION BY HASH (customer);
+CREATE TABLE events_0 PARTITION OF events FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+CREATE TABLE visits (customer int4) PARTITION BY HASH (customer);
+CREATE TABLE visits_0 PARTITION OF visits FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE visits_1 PARTITION OF visits FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO events SELECT g % 50000, g FROM generate_series(1, 200000) g;
+INSERT INTO visits SELECT (g * 7) % 60000 FROM generate_series(1, 5000) g;
+CREATE INDEX ON events USING eytzgpu (customer);   -- one index per partition
+ANALYZE events, visits;
+-- an Append of two EytzGPU Joins, one per pair of partitions
+SELECT count(*), sum(e.amount) FROM visits v JOIN events e ON e.customer = v.customer;
+RESET enable_partitionwise_join;
+-- "an Append of two EytzGPU Joins": the plan, and PostgreSQL's own answer
+SET enable_partitionwise_join = on;
+SELECT count(*) FILTER (WHERE line ~ 'EytzGPU Join') AS batched_pairs,
+	   count(*) FILTER (WHERE line ~ 'Append') AS appends
+  FROM regexp_split_to_table(explain_text('COSTS OFF',
+		'SELECT count(*), sum(e.amount) FROM visits v JOIN events e ON e.customer = v.customer'), E'\n') line;
+SET eytzgpu.enable_join = off;
+SELECT count(*), sum(e.amount) FROM visits v JOIN events e ON e.customer = v.customer;
+RESET eytzgpu.enable_join;
+RESET enable_partitionwise_join;
+DROP TABLE events, visits;
+
 ALTER EXTENSION eytzgpu UPDATE;
 
 \o /dev/null

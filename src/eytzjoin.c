@@ -466,7 +466,7 @@ partial_outer_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 
 	if (PATH_REQ_OUTER(outer_path) != NULL || outer_path->parallel_workers <= 0)
 		return NULL;
-	if (outer_path->pathtype != T_SeqScan || outerrel->reloptkind != RELOPT_BASEREL)
+	if (outer_path->pathtype != T_SeqScan || !IS_SIMPLE_REL(outerrel))
 		return outer_path;
 	rte = planner_rt_fetch(outerrel->relid, root);
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
@@ -548,7 +548,7 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
 		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
 		return;
-	if (innerrel->reloptkind != RELOPT_BASEREL || innerrel->rtekind != RTE_RELATION ||
+	if (!IS_SIMPLE_REL(innerrel) || innerrel->rtekind != RTE_RELATION ||
 		innerrel->indexlist == NIL || !bms_is_empty(innerrel->lateral_relids))
 		return;
 	rte = planner_rt_fetch(innerrel->relid, root);
