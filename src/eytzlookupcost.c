@@ -20,15 +20,19 @@
 
 /*
  * Costs of the views, in operator evaluations (cpu_operator_cost each).
- * Measured on the 20M-key index of bench/join_bench.sh ("random", EKS k = 9,
- * 8 levels, 24,600 pages, all in shared buffers) on the development VM: a
- * key searched in the image takes 0.24 us, which image_key_cost's formula
- * calls 25 operators, so one operator is about 10 ns; a key searched through
- * the pages 6 us, 0.75 us (70 operators) more per level for the buffer
- * access; loading the image 92 ms, 3.7 us (350 operators) per page.  So a
- * join of fewer than about 15,000 keys reads the pages, a larger one loads.
- * The GPU: next to nothing per key once resident (issue 9's target, 15 ns),
- * the upload about 400 operators (4 us) per MB over PCIe.
+ * One operator is about 10 ns, the scale of PostgreSQL's own sequential
+ * scan (a 2M-row table's seq scan runs at about 3.5 us per unit of cost on
+ * the development VM, so cpu_operator_cost is about 9 ns there), which keeps
+ * the join's costs comparable with PostgreSQL's plans.  A key searched in
+ * the image: a batch's keys walk the levels together, so the top levels stay
+ * in cache and the misses of many keys overlap; a level costs about half an
+ * operator per comparison of its node (log2(k)), as measured for EBS (2M
+ * keys, 21 levels: 100 ns a key) and EKS (k = 9, 8M keys: 95 ns a key).  A key
+ * searched through the pages costs 70 operators more per level (the buffer
+ * access); loading the image 350 operators per page.  So a join of fewer
+ * than about 15,000 keys reads the pages, a larger one loads.  The GPU: next
+ * to nothing per key once resident, the upload about 400 operators (4 us)
+ * per MB over PCIe.
  */
 #define PAGE_ACCESS_OPS		70.0
 #define PAGE_LOAD_OPS		350.0
@@ -44,12 +48,12 @@ levels_of(const EytzMetaPageData *meta)
 	return Max(meta->levels, 1);
 }
 
-/* Search cost per key on the image: a few comparisons per level */
+/* Search cost per key on the image: half an operator per comparison a level */
 static Cost
 image_key_cost(const EytzMetaPageData *meta)
 {
 	return cpu_operator_cost *
-		(2.0 + (levels_of(meta) + 1) * (1.0 + log2(Max(meta->fanout, 2)) / 2.0));
+		(2.0 + (levels_of(meta) + 1) * log2(Max(meta->fanout, 2)) / 2.0);
 }
 
 /* The same through the buffer manager: a page access per level */
