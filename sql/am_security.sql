@@ -100,9 +100,10 @@ CREATE INDEX evil_partial ON evil_t USING eytzgpu (k) WHERE evil_pred(k);
 RESET client_min_messages;
 RESET ROLE;
 -- a superuser verifies
+SELECT current_setting('work_mem') AS work_mem_before \gset
 SELECT eytzgpu_verify('evil_expr', true);
 SELECT eytzgpu_verify('evil_partial', true);
-SHOW work_mem;
+SELECT current_setting('work_mem') = :'work_mem_before' AS work_mem_kept;
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_eytz_mallory';
 -- a pg_monitor member (no superuser, no SELECT on the table) verifies
 SET ROLE regress_eytz_monitor;
