@@ -64,6 +64,7 @@ struct EytzServiceView
 	EytzMetaPageData meta;
 	EytzSvcKey	key;
 	int			slot;			/* -1 once released or given up */
+	uint64		serial;			/* the slot's claim */
 	char	   *gone;			/* why it was given up, or NULL */
 	uint32		incarnation;
 	bool		gpu;
@@ -308,7 +309,8 @@ svc_free_slot(int i)
 
 	if (!svc_lock(LW_EXCLUSIVE))
 	{
-		pg_atomic_write_u32(&s->forsaken, 1);
+		if (s->owner_pid == MyProcPid)
+			pg_atomic_write_u32(&s->forsaken, 1);
 		return;
 	}
 	if (s->state != SLOT_FREE && s->owner_pid == MyProcPid)
@@ -369,6 +371,7 @@ svc_claim(EytzServiceView *v, char **why)
 		s->key = v->key;
 		s->resident = -1;
 		v->slot = i;
+		v->serial = s->serial;
 		v->incarnation = s->incarnation;
 		v->gpu = eytz_svc->state == SVC_GPU;
 	}
@@ -458,13 +461,22 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 			svc_give_up(v, pg_atomic_read_u64(&eytz_svc->progress_at));
 			break;
 		}
-		state = s->state;
+		/* a slot freed under it (forsaken by mistake) is a request lost */
+		state = s->serial == v->serial ? s->state : SLOT_FREE;
 		alive = eytz_svc->incarnation == v->incarnation &&
-			(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU);
+			(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU) &&
+			state != SLOT_FREE;
 		LWLockRelease(eytz_svc->lock);
 		if (state == SLOT_DONE)
 		{
 			alive = true;
+			break;
+		}
+		if (state == SLOT_FREE)
+		{
+			/* not ours any more: never touch it again */
+			v->slot = -1;
+			v->gone = "the eytzgpu service lost the request";
 			break;
 		}
 		if (!alive)
