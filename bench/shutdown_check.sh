@@ -16,7 +16,9 @@
 #
 # DEVICE=gpu|cpu (default gpu where nvidia-smi lists one, else cpu).
 # GDB=1 attaches gdb (when found) to the autovacuum launcher and the service
-# before each stop and prints their stacks if one gets a signal.
+# before each stop and prints their stacks if one gets a signal.  Core
+# files are allowed (ulimit -c): one found in the data directory is
+# described with gdb when there is one, and kept in $OUT.
 # VALGRIND=1 runs the server under valgrind memcheck (slow; no GPU: CUDA
 # does not run under it) and lists the errors with a frame in eytzgpu.so.
 # On the GPU machine, through the device tool, from the repository root with
@@ -36,11 +38,13 @@ if [ -z "${DEVICE:-}" ]; then
 fi
 BIN=$(pg_config --bindir)
 rm -rf "$OUT" && mkdir -p "$OUT/sock" && chmod -R 777 "$OUT"
+# as the server's OS user, core files allowed (runuser's PAM resets the limit)
 as_pg() {
 	if [ "$(id -u)" = 0 ]; then
-		runuser -u postgres -- env PATH="$PATH" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$@"
+		runuser -u postgres -- env PATH="$PATH" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" \
+			bash -c 'ulimit -c unlimited 2>/dev/null; exec "$@"' as_pg "$@"
 	else
-		"$@"
+		bash -c 'ulimit -c unlimited 2>/dev/null; exec "$@"' as_pg "$@"
 	fi
 }
 export PGHOST=$OUT/sock PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
@@ -64,6 +68,8 @@ autovacuum_analyze_threshold = 50
 log_autovacuum_min_duration = 0
 log_line_prefix = '%m [%p] %b '
 EOF
+
+echo "core_pattern: $(cat /proc/sys/kernel/core_pattern 2>/dev/null)" >"$OUT/cores.txt"
 
 start() {
 	if [ "${VALGRIND:-0}" = 1 ]; then
@@ -111,8 +117,9 @@ EOF
 
 attach_gdb() {
 	command -v gdb >/dev/null || return 0
-	local p
-	for p in $(pgrep -f "autovacuum launcher") $(pgrep -f "eytzgpu service"); do
+	local p pm
+	pm=$(head -1 "$DATA/postmaster.pid")
+	for p in $(pgrep -P "$pm" -f "autovacuum launcher") $(pgrep -P "$pm" -f "eytzgpu service"); do
 		gdb -q -batch -p "$p" -ex 'handle SIGURG SIGUSR1 SIGUSR2 SIGTERM SIGINT SIGHUP SIGQUIT SIGALRM SIGPIPE SIGCHLD nostop noprint pass' \
 			-ex cont -ex 'info threads' -ex 'thread apply all bt' >"$OUT/gdb.$p.txt" 2>&1 &
 	done
@@ -122,6 +129,7 @@ attach_gdb() {
 fail=0
 for round in $(seq 1 "$ROUNDS"); do
 	[ "$round" = 1 ] || start || { tail -30 "$OUT/server.log"; exit 1; }
+	before=$(wc -l <"$OUT/server.log")
 	pgbench -n -c 6 -j 2 -T "$SECONDS_PER_ROUND" -f "$OUT/join.sql@3" -f "$OUT/ddl.sql@1" \
 		>"$OUT/bench.$round.log" 2>&1 &
 	bench=$!
@@ -133,7 +141,6 @@ for round in $(seq 1 "$ROUNDS"); do
 	kill -9 "$long" 2>/dev/null
 	hits=$($PSQL -At -c "SELECT state || ', ' || hits || ' requests answered' FROM eytzgpu_service_status()")
 	[ "${GDB:-0}" = 1 ] && attach_gdb
-	before=$(wc -l <"$OUT/server.log")
 	as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w -t 300 stop >/dev/null
 	wait "$bench" 2>/dev/null
 	wait 2>/dev/null
@@ -155,6 +162,14 @@ if [ "${VALGRIND:-0}" = 1 ]; then
 		fi
 	done
 fi
+for core in "$DATA"/core*; do
+	[ -f "$core" ] || continue
+	fail=1
+	echo "--- $core" | tee -a "$OUT/cores.txt"
+	command -v gdb >/dev/null &&
+		gdb -q -batch -ex 'info threads' -ex 'thread apply all bt' "$BIN/postgres" "$core" 2>&1 | tee -a "$OUT/cores.txt"
+	mv "$core" "$OUT/"
+done
 for f in "$OUT"/gdb.*.txt; do
 	[ -f "$f" ] && grep -q "SIGSEGV\|SIGBUS\|SIGABRT" "$f" && { echo "--- $f"; cat "$f"; fail=1; }
 done
