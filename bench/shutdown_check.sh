@@ -26,6 +26,10 @@
 #   source .gpu/pgenv.sh && cp eytzgpu.so $($PG_CONFIG --pkglibdir)/ &&
 #   cp eytzgpu.control sql/eytzgpu--*.sql $($PG_CONFIG --sharedir)/extension/ &&
 #   GDB=1 bash bench/shutdown_check.sh 10 30
+# Before each stop it also lists the processes that have the CUDA driver
+# (libcuda) mapped: only the service, and backends that built an index on
+# the GPU, should; the postmaster never (its children would inherit the
+# state).
 # Exits 1 when a process died of a signal (or valgrind found errors).
 set -uo pipefail
 ROUNDS=${1:-5}
@@ -140,6 +144,12 @@ for round in $(seq 1 "$ROUNDS"); do
 	sleep "$SECONDS_PER_ROUND"
 	kill -9 "$long" 2>/dev/null
 	hits=$($PSQL -At -c "SELECT state || ', ' || hits || ' requests answered' FROM eytzgpu_service_status()")
+	pm=$(head -1 "$DATA/postmaster.pid")
+	cuda_procs=$(for p in "$pm" $(pgrep -P "$pm"); do
+		grep -q libcuda "/proc/$p/maps" 2>/dev/null && echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-60)"
+	done)
+	echo "round $round: with libcuda mapped: ${cuda_procs:-none}" >>"$OUT/cuda_procs.txt"
+	grep -q libcuda "/proc/$pm/maps" 2>/dev/null && { echo "round $round: the postmaster has libcuda mapped"; fail=1; }
 	[ "${GDB:-0}" = 1 ] && attach_gdb
 	as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w -t 300 stop >/dev/null
 	wait "$bench" 2>/dev/null
