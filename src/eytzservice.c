@@ -226,14 +226,13 @@ eytz_service_ready(char **why)
 /*
  * The service's lock, unless the worker holds it while it makes no
  * progress (stopped within it): false once it has made none for
- * eytzgpu.service_timeout since the first try.  A backend never waits
- * uninterruptibly on a stalled worker.  No interrupts are served here (it
- * also runs while an error is cleaned up).
+ * eytzgpu.service_timeout since "since" (0: the first try).  A backend
+ * never waits uninterruptibly on a stalled worker.  No interrupts are
+ * served here (it also runs while an error is cleaned up).
  */
 static bool
-svc_lock(LWLockMode mode)
+svc_lock_since(LWLockMode mode, TimestampTz since)
 {
-	TimestampTz since = 0;
 	long		delay_us = 10;
 
 	if (eytz_service_timeout_ms == 0)
@@ -253,6 +252,12 @@ svc_lock(LWLockMode mode)
 		delay_us = Min(delay_us * 2, SVC_LOCK_DELAY_US);
 	}
 	return true;
+}
+
+static bool
+svc_lock(LWLockMode mode)
+{
+	return svc_lock_since(mode, 0);
 }
 
 /* The key of the generation meta names */
@@ -299,15 +304,17 @@ eytz_service_resident(Relation index, const EytzMetaPageData *meta)
 
 /*
  * Free slot i if this backend owns it; the worker frees one it is
- * answering, or one whose lock it holds stalled (forsaken)
+ * answering, or one whose lock it holds stalled (forsaken: since, as for
+ * svc_lock_since, a request the worker is known to be overdue for makes
+ * that at the first failed try)
  */
 static void
-svc_free_slot(int i)
+svc_free_slot_since(int i, TimestampTz since)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[i];
 	int			worker = INVALID_PGPROCNO;
 
-	if (!svc_lock(LW_EXCLUSIVE))
+	if (!svc_lock_since(LW_EXCLUSIVE, since))
 	{
 		if (s->owner_pid == MyProcPid)
 			pg_atomic_write_u32(&s->forsaken, 1);
@@ -325,6 +332,12 @@ svc_free_slot(int i)
 	/* the worker also drops a half-streamed layout of the slot */
 	if (worker != INVALID_PGPROCNO)
 		SetLatch(&GetPGProcByNumber(worker)->procLatch);
+}
+
+static void
+svc_free_slot(int i)
+{
+	svc_free_slot_since(i, 0);
 }
 
 /* A backend that exits frees the slots its failed queries did not */
@@ -398,7 +411,7 @@ svc_give_up(EytzServiceView *v, uint64 mark)
 		ereport(LOG,
 				(errmsg("eytzgpu service (PID %d) made no progress for %d ms: joins continue on the CPU until it does",
 						pid, eytz_service_timeout_ms)));
-	svc_free_slot(v->slot);
+	svc_free_slot_since(v->slot, v->posted_at);
 	v->slot = -1;
 	v->gone = SVC_NOT_ANSWERING;
 }
