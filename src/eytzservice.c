@@ -40,6 +40,7 @@ PG_FUNCTION_INFO_V1(eytzgpu_service_resident);
 int			eytz_service_device = EYTZ_SERVICE_AUTO;
 int			eytz_service_slots = 64;
 int			eytz_service_slot_kb = 1024;
+int			eytz_service_timeout_ms = 10000;
 
 EytzSvcShared *eytz_svc = NULL;
 char	   *eytz_svc_windows = NULL;
@@ -48,8 +49,12 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool exit_cb_registered = false;
 
-/* how long a backend sleeps between looks at a worker that does not answer */
+/* how long a backend sleeps at most between looks at a worker that does not answer */
 #define SVC_WAIT_MS 1000
+/* the longest sleep between tries for the lock while another process holds it */
+#define SVC_LOCK_DELAY_US 1000
+
+#define SVC_NOT_ANSWERING "the eytzgpu service is not answering (eytzgpu.service_timeout)"
 /* and between tries while another backend streams the same generation */
 #define SVC_BUSY_WAIT_MS 10
 
@@ -58,7 +63,9 @@ struct EytzServiceView
 	Relation	index;
 	EytzMetaPageData meta;
 	EytzSvcKey	key;
-	int			slot;			/* -1 once released */
+	int			slot;			/* -1 once released or given up */
+	uint64		serial;			/* the slot's claim */
+	char	   *gone;			/* why it was given up, or NULL */
 	uint32		incarnation;
 	bool		gpu;
 	uint64		ndead;			/* of the copy it pins */
@@ -66,6 +73,7 @@ struct EytzServiceView
 	bool		posted;
 	bool		posted_alive;	/* the worker was there to take it */
 	uint32		posted_q;		/* its queries in the window */
+	TimestampTz posted_at;
 };
 
 static const struct config_enum_entry service_device_options[] = {
@@ -112,11 +120,18 @@ svc_shmem_startup(void)
 	eytz_svc = ShmemInitStruct("eytzgpu service", svc_shmem_size(), &found);
 	if (!found)
 	{
+		int			i;
+
 		memset(eytz_svc, 0, svc_shmem_size());
 		eytz_svc->lock = &(GetNamedLWLockTranche("eytzgpu service"))->lock;
 		eytz_svc->state = SVC_STOPPED;
+		eytz_svc->procno = INVALID_PGPROCNO;
 		eytz_svc->nslots = eytz_service_slots;
 		eytz_svc->slot_bytes = svc_window_bytes();
+		pg_atomic_init_u64(&eytz_svc->progress_at, 0);
+		pg_atomic_init_u64(&eytz_svc->given_up_at, 0);
+		for (i = 0; i < eytz_svc->nslots; i++)
+			pg_atomic_init_u32(&eytz_svc->slots[i].forsaken, 0);
 	}
 	windows = ShmemInitStruct("eytzgpu service windows",
 							  eytz_service_slots * svc_window_bytes() + PG_CACHE_LINE_SIZE,
@@ -153,6 +168,11 @@ eytz_service_init(void)
 							"Shared memory of each eytzgpu service slot: the keys and matches of one request.",
 							NULL, &eytz_service_slot_kb, 1024, 64, 1024 * 1024,
 							context, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("eytzgpu.service_timeout",
+							"How long a join waits for an eytzgpu service that makes no progress before it continues on the CPU.",
+							"Counted from the request or the service's last progress, whichever is later, beyond the time the size of the request the service works on allows; 0 waits as long as the service runs.",
+							&eytz_service_timeout_ms, 10000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress ||
 		eytz_service_device == EYTZ_SERVICE_OFF)
@@ -181,16 +201,63 @@ eytz_service_owns_gpu(void)
 	return eytz_svc != NULL && eytz_svc->state != SVC_SLEEPING;
 }
 
+/* Has a backend given up on the worker since its progress mark last moved? */
+static bool
+svc_given_up(void)
+{
+	uint64		given_up = pg_atomic_read_u64(&eytz_svc->given_up_at);
+
+	return given_up != 0 && given_up == pg_atomic_read_u64(&eytz_svc->progress_at);
+}
+
 bool
 eytz_service_ready(char **why)
 {
 	EytzSvcState state = eytz_svc ? eytz_svc->state : SVC_STOPPED;
 
-	if (state == SVC_CPU || state == SVC_GPU)
+	if ((state == SVC_CPU || state == SVC_GPU) && !svc_given_up())
 		return true;
 	if (why)
-		*why = "the eytzgpu service is not running";
+		*why = state == SVC_CPU || state == SVC_GPU ? SVC_NOT_ANSWERING :
+			"the eytzgpu service is not running";
 	return false;
+}
+
+/*
+ * The service's lock, unless the worker holds it while it makes no
+ * progress (stopped within it): false once it has made none for
+ * eytzgpu.service_timeout since "since" (0: the first try).  A backend
+ * never waits uninterruptibly on a stalled worker.  No interrupts are
+ * served here (it also runs while an error is cleaned up).
+ */
+static bool
+svc_lock_since(LWLockMode mode, TimestampTz since)
+{
+	long		delay_us = 10;
+
+	if (eytz_service_timeout_ms == 0)
+	{
+		LWLockAcquire(eytz_svc->lock, mode);
+		return true;
+	}
+	while (!LWLockConditionalAcquire(eytz_svc->lock, mode))
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (since == 0)
+			since = now;
+		else if (eytz_svc_overdue(since, now, NULL))
+			return false;
+		pg_usleep(delay_us);
+		delay_us = Min(delay_us * 2, SVC_LOCK_DELAY_US);
+	}
+	return true;
+}
+
+static bool
+svc_lock(LWLockMode mode)
+{
+	return svc_lock_since(mode, 0);
 }
 
 /* The key of the generation meta names */
@@ -228,30 +295,49 @@ eytz_service_resident(Relation index, const EytzMetaPageData *meta)
 	bool		found;
 
 	svc_key(index, meta, &key);
-	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	if (!svc_lock(LW_SHARED))
+		return false;
 	found = svc_find(&key) >= 0;
 	LWLockRelease(eytz_svc->lock);
 	return found;
 }
 
-/* Free slot i if this backend owns it; the worker frees one it is answering */
+/*
+ * Free slot i if this backend owns it; the worker frees one it is
+ * answering, or one whose lock it holds stalled (forsaken: since, as for
+ * svc_lock_since, a request the worker is known to be overdue for makes
+ * that at the first failed try)
+ */
+static void
+svc_free_slot_since(int i, TimestampTz since)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[i];
+	int			worker = INVALID_PGPROCNO;
+
+	if (!svc_lock_since(LW_EXCLUSIVE, since))
+	{
+		if (s->owner_pid == MyProcPid)
+			pg_atomic_write_u32(&s->forsaken, 1);
+		return;
+	}
+	if (s->state != SLOT_FREE && s->owner_pid == MyProcPid)
+	{
+		s->state = s->state == SLOT_WORKING ? SLOT_ABANDONED : SLOT_FREE;
+		s->resident = -1;
+	}
+	/* read under the lock: the worker's exit resets it */
+	if (eytz_svc->state != SVC_STOPPED)
+		worker = eytz_svc->procno;
+	LWLockRelease(eytz_svc->lock);
+	/* the worker also drops a half-streamed layout of the slot */
+	if (worker != INVALID_PGPROCNO)
+		SetLatch(&GetPGProcByNumber(worker)->procLatch);
+}
+
 static void
 svc_free_slot(int i)
 {
-	EytzSvcSlot *s = &eytz_svc->slots[i];
-	bool		abandoned = false;
-
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
-	if (s->state != SLOT_FREE && s->owner_pid == MyProcPid)
-	{
-		abandoned = s->state == SLOT_WORKING;
-		s->state = abandoned ? SLOT_ABANDONED : SLOT_FREE;
-		s->resident = -1;
-	}
-	LWLockRelease(eytz_svc->lock);
-	/* the worker also drops a half-streamed layout of the slot */
-	if (eytz_svc->state != SVC_STOPPED && eytz_svc->procno != INVALID_PGPROCNO)
-		SetLatch(&GetPGProcByNumber(eytz_svc->procno)->procLatch);
+	svc_free_slot_since(i, 0);
 }
 
 /* A backend that exits frees the slots its failed queries did not */
@@ -278,7 +364,11 @@ svc_claim(EytzServiceView *v, char **why)
 		exit_cb_registered = true;
 	}
 	v->slot = -1;
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	if (!svc_lock(LW_EXCLUSIVE))
+	{
+		*why = SVC_NOT_ANSWERING;
+		return false;
+	}
 	for (i = 0; i < eytz_svc->nslots && v->slot < 0; i++)
 	{
 		EytzSvcSlot *s = &eytz_svc->slots[i];
@@ -286,6 +376,7 @@ svc_claim(EytzServiceView *v, char **why)
 		if (s->state != SLOT_FREE)
 			continue;
 		s->state = SLOT_IDLE;
+		pg_atomic_write_u32(&s->forsaken, 0);
 		s->owner_pid = MyProcPid;
 		s->owner_procno = MyProc->pgprocno;
 		s->incarnation = eytz_svc->incarnation;
@@ -293,6 +384,7 @@ svc_claim(EytzServiceView *v, char **why)
 		s->key = v->key;
 		s->resident = -1;
 		v->slot = i;
+		v->serial = s->serial;
 		v->incarnation = s->incarnation;
 		v->gpu = eytz_svc->state == SVC_GPU;
 	}
@@ -304,57 +396,123 @@ svc_claim(EytzServiceView *v, char **why)
 }
 
 /*
+ * The worker made no progress on v's request for eytzgpu.service_timeout
+ * (mark: its progress mark then): give the slot up, so that no later
+ * request of v can take the answer the worker may still write as its own
+ * (the worker frees the slot once it runs again), and keep new scans off
+ * the service until the mark moves.
+ */
+static void
+svc_give_up(EytzServiceView *v, uint64 mark)
+{
+	int			pid = eytz_svc->pid;
+
+	if (pg_atomic_exchange_u64(&eytz_svc->given_up_at, mark) != mark)
+		ereport(LOG,
+				(errmsg("eytzgpu service (PID %d) made no progress for %d ms: joins continue on the CPU until it does",
+						pid, eytz_service_timeout_ms)));
+	svc_free_slot_since(v->slot, v->posted_at);
+	v->slot = -1;
+	v->gone = SVC_NOT_ANSWERING;
+}
+
+/*
  * Send the request the slot's fields describe; false when the worker is
  * not there to take it (svc_wait then says so)
  */
 static bool
 svc_post(EytzServiceView *v)
 {
-	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	EytzSvcSlot *s;
 	bool		alive;
+	int			worker = INVALID_PGPROCNO;
 
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	if (v->slot < 0)
+		return false;
+	s = &eytz_svc->slots[v->slot];
+	v->posted_at = GetCurrentTimestamp();
+	if (!svc_lock(LW_EXCLUSIVE))
+	{
+		svc_give_up(v, pg_atomic_read_u64(&eytz_svc->progress_at));
+		return false;
+	}
 	alive = eytz_svc->incarnation == v->incarnation &&
 		(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU);
 	if (alive)
 	{
 		s->state = SLOT_SUBMITTED;
 		s->seq = ++eytz_svc->seq;
+		s->posted_at = v->posted_at;
+		worker = eytz_svc->procno;
 	}
 	LWLockRelease(eytz_svc->lock);
 	if (alive)
-		SetLatch(&GetPGProcByNumber(eytz_svc->procno)->procLatch);
+		SetLatch(&GetPGProcByNumber(worker)->procLatch);
 	return alive;
 }
 
 /*
  * Wait for the answer to the request posted (alive: svc_post's result).
- * false with *why when the worker stopped (or restarted) meanwhile; a
- * cancel raises here, and the seam's callback frees the slot.
+ * false with *why when the worker stopped (or restarted) meanwhile, or
+ * made no progress for eytzgpu.service_timeout (the slot is then given
+ * up); a cancel raises here, and the seam's callback frees the slot.
  */
 static bool
 svc_wait(EytzServiceView *v, bool alive, char **why)
 {
-	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	EytzSvcSlot *s = v->slot >= 0 ? &eytz_svc->slots[v->slot] : NULL;
 
 	while (alive)
 	{
 		EytzSvcSlotState state;
+		TimestampTz now;
+		uint64		mark;
+		long		wait_ms = SVC_WAIT_MS;
 
-		LWLockAcquire(eytz_svc->lock, LW_SHARED);
-		state = s->state;
+		if (!svc_lock(LW_SHARED))
+		{
+			svc_give_up(v, pg_atomic_read_u64(&eytz_svc->progress_at));
+			break;
+		}
+		/* a slot freed under it (forsaken by mistake) is a request lost */
+		state = s->serial == v->serial ? s->state : SLOT_FREE;
 		alive = eytz_svc->incarnation == v->incarnation &&
-			(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU);
+			(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU) &&
+			state != SLOT_FREE;
 		LWLockRelease(eytz_svc->lock);
 		if (state == SLOT_DONE)
 		{
 			alive = true;
 			break;
 		}
+		if (state == SLOT_FREE)
+		{
+			/* not ours any more: never touch it again */
+			v->slot = -1;
+			v->gone = "the eytzgpu service lost the request";
+			break;
+		}
+		if (!alive)
+			break;
+		now = GetCurrentTimestamp();
+		if (eytz_svc_overdue(v->posted_at, now, &mark))
+		{
+			svc_give_up(v, mark);
+			break;
+		}
+		/* look again when the timeout would run out, the mark unmoved */
+		if (eytz_service_timeout_ms > 0)
+			wait_ms = Min(wait_ms, 1 + (Max((TimestampTz) mark, v->posted_at) +
+										(TimestampTz) eytz_service_timeout_ms * 1000 - now) / 1000);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 SVC_WAIT_MS, PG_WAIT_EXTENSION);
+						 Max(wait_ms, 1), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+	}
+	if (v->slot < 0)
+	{
+		*why = v->gone ? v->gone : "the eytzgpu service stopped";
+		return false;
 	}
 	if (!alive)
 	{
@@ -362,7 +520,12 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 		return false;
 	}
 	/* the worker is done with the slot: it is ours again */
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	if (!svc_lock(LW_EXCLUSIVE))
+	{
+		svc_give_up(v, pg_atomic_read_u64(&eytz_svc->progress_at));
+		*why = v->gone;
+		return false;
+	}
 	s->state = SLOT_IDLE;
 	LWLockRelease(eytz_svc->lock);
 	if (s->status == ST_FAILED)
@@ -493,7 +656,11 @@ svc_pin_slot(EytzServiceView *v, char **why)
 		int			i;
 
 		/* resident: pin it under the lock the worker evicts under */
-		LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+		if (!svc_lock(LW_EXCLUSIVE))
+		{
+			*why = SVC_NOT_ANSWERING;
+			return false;
+		}
 		i = svc_find(&v->key);
 		if (i >= 0 && eytz_svc->incarnation == v->incarnation)
 			s->resident = i;
@@ -530,12 +697,15 @@ eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
 	PG_TRY();
 	{
 		ok = svc_pin_slot(v, why);
-		if (ok)
+		if (ok && !svc_lock(LW_SHARED))
 		{
-			int			r;
+			*why = SVC_NOT_ANSWERING;
+			ok = false;
+		}
+		else if (ok)
+		{
+			int			r = eytz_svc->slots[v->slot].resident;
 
-			LWLockAcquire(eytz_svc->lock, LW_SHARED);
-			r = eytz_svc->slots[v->slot].resident;
 			v->ndead = r >= 0 ? eytz_svc->resident[r].ndead : 0;
 			LWLockRelease(eytz_svc->lock);
 		}
@@ -588,8 +758,8 @@ eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
 						  const uint64 *hi, const uint32 *rows, uint32 nq,
 						  uint32 first, uint32 max, const EytzStage *stage)
 {
-	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
-	char	   *window = eytz_svc_window(v->slot);
+	EytzSvcSlot *s;
+	char	   *window;
 	Size		bytes = eytz_svc->slot_bytes;
 	uint32		q = nq - first;
 	uint32		m;
@@ -597,6 +767,15 @@ eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
 	bool		points = true;
 
 	Assert(!v->posted && first < nq);
+	if (v->slot < 0)
+	{
+		/* given up: finish says why */
+		v->posted = true;
+		v->posted_alive = false;
+		return;
+	}
+	s = &eytz_svc->slots[v->slot];
+	window = eytz_svc_window(v->slot);
 	/* half the window for queries at most, the rest for matches */
 	q = Min(q, (uint32) (bytes / 2 / EYTZ_SVC_QUERY_BYTES));
 	m = Min(max, (uint32) ((bytes - eytz_svc_out_offset(q)) /
@@ -626,7 +805,7 @@ eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out,
 						   EytzStage *stage, uint32 stage_from,
 						   EytzGpuAnswer *answer, char **why)
 {
-	EytzSvcSlot *s = &eytz_svc->slots[v->slot];
+	EytzSvcSlot *s;
 	char	   *reply;
 	uint32		i;
 
@@ -635,6 +814,7 @@ eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out,
 	memset(answer, 0, sizeof(EytzGpuAnswer));
 	if (!svc_wait(v, v->posted_alive, why))
 		return false;
+	s = &eytz_svc->slots[v->slot];
 	reply = eytz_svc_window(v->slot) + eytz_svc_out_offset(v->posted_q);
 	memcpy(out, reply, s->nout * sizeof(EytzMatch));
 	/* a match's "unused" is its staged position in the reply */
@@ -702,7 +882,9 @@ svc_state_name(EytzSvcState state)
 /*
  * eytzgpu_service_status(): one row, the service as a whole (state "not
  * loaded" without shared_preload_libraries = 'eytzgpu', "off" when
- * eytzgpu.service_device is off).
+ * eytzgpu.service_device is off, "not answering" while it runs but a
+ * request waits past eytzgpu.service_timeout or a backend gave up on it).
+ * Read without the lock if a stalled worker holds it: a report.
  */
 Datum
 eytzgpu_service_status(PG_FUNCTION_ARGS)
@@ -713,6 +895,9 @@ eytzgpu_service_status(PG_FUNCTION_ARGS)
 	int			i,
 				used = 0,
 				copies = 0;
+	bool		locked;
+	bool		stalled;
+	TimestampTz now = GetCurrentTimestamp();
 
 	svc_check_privilege("eytzgpu_service_status");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -726,12 +911,22 @@ eytzgpu_service_status(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 	}
 	memset(nulls, false, sizeof(nulls));
-	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	locked = svc_lock(LW_SHARED);
+	stalled = svc_given_up();
 	for (i = 0; i < eytz_svc->nslots; i++)
-		used += eytz_svc->slots[i].state != SLOT_FREE;
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		used += s->state != SLOT_FREE;
+		stalled |= (s->state == SLOT_SUBMITTED || s->state == SLOT_WORKING) &&
+			s->incarnation == eytz_svc->incarnation &&
+			eytz_svc_overdue(s->posted_at, now, NULL);
+	}
 	for (i = 0; i < EYTZ_SVC_MAX_RESIDENT; i++)
 		copies += eytz_svc->resident[i].used;
-	values[0] = CStringGetTextDatum(svc_state_name(eytz_svc->state));
+	values[0] = CStringGetTextDatum((eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU) &&
+									stalled ? "not answering" :
+									svc_state_name(eytz_svc->state));
 	values[1] = CStringGetTextDatum(eytz_svc->state == SVC_GPU ? "gpu" : "cpu");
 	nulls[1] = eytz_svc->state != SVC_GPU && eytz_svc->state != SVC_CPU;
 	values[2] = CStringGetTextDatum(eytz_svc->detail);
@@ -746,7 +941,8 @@ eytzgpu_service_status(PG_FUNCTION_ARGS)
 	values[9] = Int64GetDatum((int64) eytz_svc->failures);
 	values[10] = Int32GetDatum(used);
 	values[11] = Int32GetDatum(eytz_svc->nslots);
-	LWLockRelease(eytz_svc->lock);
+	if (locked)
+		LWLockRelease(eytz_svc->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -758,16 +954,19 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 	EytzSvcResident copy[EYTZ_SVC_MAX_RESIDENT];
 	int			n = 0;
 	int			i;
+	bool		locked;
 
 	svc_check_privilege("eytzgpu_service_resident");
 	SetSingleFuncCall(fcinfo, 0);
 	if (eytz_svc == NULL)
 		return (Datum) 0;
-	LWLockAcquire(eytz_svc->lock, LW_SHARED);
+	/* without the lock if a stalled worker holds it: a report */
+	locked = svc_lock(LW_SHARED);
 	for (i = 0; i < EYTZ_SVC_MAX_RESIDENT; i++)
 		if (eytz_svc->resident[i].used)
 			copy[n++] = eytz_svc->resident[i];
-	LWLockRelease(eytz_svc->lock);
+	if (locked)
+		LWLockRelease(eytz_svc->lock);
 	while (n > 0)
 	{
 		Datum		values[9];

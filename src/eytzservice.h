@@ -20,6 +20,15 @@
  * live slot is never evicted.  A scan that ends (or fails) frees its slot;
  * the worker frees those of backends that are gone.  When the worker stops,
  * waiting backends see it and continue on their CPU path.
+ *
+ * A worker that is there but makes no progress (a hung GPU call, a stopped
+ * process) is told apart from a busy one by its progress mark: a time the
+ * worker moves on at every request it takes (to the time that request's
+ * size allows) and finishes, and at every turn of its loop.  A backend
+ * whose request saw neither an answer nor the mark move for
+ * eytzgpu.service_timeout gives its slot up (the worker frees it, and drops
+ * a late answer, once it runs again) and continues on the CPU; until the
+ * mark moves, new scans do not ask the service.
  */
 #ifndef EYTZSERVICE_H
 #define EYTZSERVICE_H
@@ -34,10 +43,14 @@
 #define EYTZ_SERVICE_GPU	2
 #define EYTZ_SERVICE_CPU	3
 
-/* The GUCs (eytzgpu.service_device, _slots, _slot_buffer in kB) */
+/*
+ * The GUCs (eytzgpu.service_device, _slots, _slot_buffer in kB, _timeout
+ * in ms)
+ */
 extern int	eytz_service_device;
 extern int	eytz_service_slots;
 extern int	eytz_service_slot_kb;
+extern int	eytz_service_timeout_ms;
 
 /* _PG_init's call: the GUCs, and under shared_preload_libraries the worker */
 extern void eytz_service_init(void);
@@ -105,6 +118,7 @@ extern void eytz_service_release(EytzServiceView *v);
 /* ---- shared by eytzservice.c and eytzservicemain.c ---- */
 
 #include "datatype/timestamp.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/relfilenode.h"
 
@@ -176,11 +190,14 @@ typedef enum EytzSvcStatus
 typedef struct EytzSvcSlot
 {
 	EytzSvcSlotState state;
+	/* set without the lock by an owner that gave the slot up: the worker frees it */
+	pg_atomic_uint32 forsaken;
 	int			owner_pid;
 	int			owner_procno;
 	uint32		incarnation;	/* of the worker when claimed */
 	uint64		serial;			/* bumped at every claim */
 	uint64		seq;			/* submission order */
+	TimestampTz posted_at;		/* of the request submitted */
 	EytzSvcKey	key;
 	int			resident;		/* the copy it pins, or -1 */
 
@@ -217,6 +234,9 @@ typedef struct EytzSvcShared
 	int			procno;
 	uint32		incarnation;	/* bumped at every start of the worker */
 	char		detail[128];	/* the GPU's name, or why it sleeps */
+	/* the progress mark (a TimestampTz), and the mark a backend gave up at */
+	pg_atomic_uint64 progress_at;
+	pg_atomic_uint64 given_up_at;
 	uint64		clock;
 	uint64		seq;
 	uint64		bytes;			/* of the resident copies */
@@ -282,6 +302,22 @@ static inline bool *
 eytz_svc_isnull(char *out, uint32 max, int ncols, int j)
 {
 	return (bool *) eytz_svc_values(out, max, ncols) + (Size) j * max;
+}
+
+/*
+ * Has the worker made no progress for eytzgpu.service_timeout since
+ * "since" (a request's posting) or its progress mark, whichever is later?
+ * *mark (if not NULL): the mark judged.
+ */
+static inline bool
+eytz_svc_overdue(TimestampTz since, TimestampTz now, uint64 *mark)
+{
+	uint64		m = pg_atomic_read_u64(&eytz_svc->progress_at);
+
+	if (mark)
+		*mark = m;
+	return eytz_service_timeout_ms > 0 &&
+		now > Max((TimestampTz) m, since) + (TimestampTz) eytz_service_timeout_ms * 1000;
 }
 
 /* The worker's entry point (bgw_function_name) */

@@ -15,7 +15,9 @@
  * a CPU image) is answered with its message; a GPU failure other than
  * memory ends the process after the answer, and the postmaster starts a
  * fresh one (and CUDA context) a second later.  Shutdown or a restart makes
- * every waiting backend continue on its CPU path.
+ * every waiting backend continue on its CPU path.  The progress mark
+ * (eytzservice.h) moves at every turn of the main loop and with every
+ * request taken and answered.
  */
 #include "postgres.h"
 
@@ -733,6 +735,48 @@ next_request(void)
 	return best;
 }
 
+/*
+ * Move the progress mark to now plus what the request taken now may take
+ * (allow_us); backends wait eytzgpu.service_timeout beyond it
+ */
+static void
+progress(int64 allow_us)
+{
+	pg_atomic_write_u64(&eytz_svc->progress_at, (uint64) (GetCurrentTimestamp() + allow_us));
+}
+
+/*
+ * What slot i's request may take: a microsecond per 8 bytes it reads or
+ * writes (slower than any device), the whole window for a lookup or a piece
+ * of an upload, the whole copy for the upload's end (copied to the GPU)
+ */
+static int64
+request_allowance(int i)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[i];
+	uint64		bytes = eytz_svc->slot_bytes;
+
+	if (s->op == OP_LOAD_END && loads[i].active)
+		bytes += loads[i].reserved;
+	return (int64) (bytes / 8);
+}
+
+/* Has the owner given slot s up without the lock? */
+static bool
+forsaken(EytzSvcSlot *s)
+{
+	return pg_atomic_read_u32(&s->forsaken) != 0;
+}
+
+/* Free slot s (lock held) */
+static void
+free_slot(EytzSvcSlot *s)
+{
+	s->state = SLOT_FREE;
+	s->resident = -1;
+	pg_atomic_write_u32(&s->forsaken, 0);
+}
+
 /* Hand slot i's answer to its owner, or free the slot if the owner left */
 static void
 finish(int i, EytzSvcStatus status)
@@ -744,11 +788,8 @@ finish(int i, EytzSvcStatus status)
 	s->status = status;
 	if (status == ST_FAILED)
 		eytz_svc->failures++;
-	if (s->state == SLOT_ABANDONED)
-	{
-		s->state = SLOT_FREE;
-		s->resident = -1;
-	}
+	if (s->state == SLOT_ABANDONED || forsaken(s))
+		free_slot(s);
 	else
 	{
 		s->state = SLOT_DONE;
@@ -775,11 +816,8 @@ reclaim(void)
 
 		if (s->state == SLOT_ABANDONED ||
 			(s->state != SLOT_FREE &&
-			 GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid))
-		{
-			s->state = SLOT_FREE;
-			s->resident = -1;
-		}
+			 (forsaken(s) || GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid)))
+			free_slot(s);
 	}
 	LWLockRelease(eytz_svc->lock);
 	for (i = 0; i < eytz_svc->nslots; i++)
@@ -822,6 +860,7 @@ svc_start(EytzSvcState state, const char *detail)
 	eytz_svc->pid = MyProcPid;
 	eytz_svc->procno = MyProc->pgprocno;
 	eytz_svc->state = state;
+	progress(0);
 	strlcpy(eytz_svc->detail, detail, sizeof(eytz_svc->detail));
 	eytz_svc->bytes = 0;
 	memset(eytz_svc->resident, 0, sizeof(eytz_svc->resident));
@@ -830,8 +869,8 @@ svc_start(EytzSvcState state, const char *detail)
 		EytzSvcSlot *s = &eytz_svc->slots[i];
 
 		s->resident = -1;
-		if (s->state == SLOT_ABANDONED)
-			s->state = SLOT_FREE;
+		if (s->state == SLOT_ABANDONED || (s->state != SLOT_FREE && forsaken(s)))
+			free_slot(s);
 		else if (s->state == SLOT_SUBMITTED || s->state == SLOT_WORKING)
 		{
 			s->status = ST_FAILED;
@@ -894,6 +933,7 @@ eytz_service_main(Datum arg)
 		int			i;
 
 		ResetLatch(MyLatch);
+		progress(0);
 		/*
 		 * procsignal barriers: DROP DATABASE and ALTER TABLESPACE wait for
 		 * every process to absorb theirs (not CHECK_FOR_INTERRUPTS: a
@@ -912,7 +952,9 @@ eytz_service_main(Datum arg)
 		}
 		while (state != SVC_SLEEPING && (reclaim(), i = next_request()) >= 0)
 		{
+			progress(request_allowance(i));
 			finish(i, answer(i));
+			progress(0);
 			if (ProcSignalBarrierPending)
 				ProcessProcSignalBarrier();
 			if (gpu_broken)
