@@ -1,4 +1,4 @@
-# t/060_shards_colocated.pl: co-located shards through postgres_fdw.
+# t/070_shards_colocated.pl: co-located shards through postgres_fdw.
 #
 # Two tables sharded alike (hash partitions on the join key, each pair of
 # partitions a postgres_fdw foreign table on the same shard server): with
