@@ -200,7 +200,7 @@ svc_key(Relation index, const EytzMetaPageData *meta, EytzSvcKey *key)
 	memset(key, 0, sizeof(*key));
 	key->dboid = MyDatabaseId;
 	key->indexoid = RelationGetRelid(index);
-	key->node = index->rd_node;
+	key->node = EytzRelationFile(index);
 	key->generation = meta->generation;
 	key->nentries = meta->nentries;
 	key->keys_start = meta->keys_start;
@@ -250,7 +250,7 @@ svc_free_slot(int i)
 	}
 	LWLockRelease(eytz_svc->lock);
 	/* the worker also drops a half-streamed layout of the slot */
-	if (eytz_svc->state != SVC_STOPPED && eytz_svc->procno != INVALID_PGPROCNO)
+	if (eytz_svc->state != SVC_STOPPED && eytz_svc->procno != EYTZ_INVALID_PROCNO)
 		SetLatch(&GetPGProcByNumber(eytz_svc->procno)->procLatch);
 }
 
@@ -287,7 +287,7 @@ svc_claim(EytzServiceView *v, char **why)
 			continue;
 		s->state = SLOT_IDLE;
 		s->owner_pid = MyProcPid;
-		s->owner_procno = MyProc->pgprocno;
+		s->owner_procno = EytzMyProcNumber();
 		s->incarnation = eytz_svc->incarnation;
 		s->serial++;
 		s->key = v->key;
@@ -760,7 +760,7 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 	int			i;
 
 	svc_check_privilege("eytzgpu_service_resident");
-	SetSingleFuncCall(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, 0);
 	if (eytz_svc == NULL)
 		return (Datum) 0;
 	LWLockAcquire(eytz_svc->lock, LW_SHARED);
@@ -780,7 +780,7 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 		values[0] = ObjectIdGetDatum(copy[best].key.dboid);
 		values[1] = ObjectIdGetDatum(copy[best].key.indexoid);
 		values[2] = NameGetDatum(&copy[best].name);
-		values[3] = ObjectIdGetDatum(copy[best].key.node.relNode);
+		values[3] = ObjectIdGetDatum(EytzRelFileNumber(copy[best].key.node));
 		values[4] = Int64GetDatum((int64) copy[best].key.generation);
 		values[5] = Int64GetDatum((int64) copy[best].key.nentries);
 		values[6] = Int64GetDatum((int64) copy[best].bytes);
