@@ -61,6 +61,17 @@ typedef RelFileNode EytzRelFile;
 #define EytzMyProcNumber()		(MyProc->pgprocno)
 #endif
 
+/*
+ * 16 marks each Var with the outer joins that can null it (varnullingrels);
+ * copy src's marks to dst (nothing to copy before)
+ */
+#if PG_VERSION_NUM >= 160000
+#define EytzVarCopyNullingRels(dst, src) \
+	((dst)->varnullingrels = bms_copy((src)->varnullingrels))
+#else
+#define EytzVarCopyNullingRels(dst, src) ((void) 0)
+#endif
+
 /* 16 replaced the per-catalog ownership checks by object_ownercheck() */
 #if PG_VERSION_NUM >= 160000
 #define eytz_class_ownercheck(relid, roleid) \
