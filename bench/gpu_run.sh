@@ -13,7 +13,7 @@
 # HUGE=1 puts shared memory on 2 MB pages (huge_pages = on, reserving
 # vm.nr_hugepages as root), PostgreSQL's advice for large shared_buffers: a
 # random heap fetch then misses the TLB far less, for every plan alike.
-# GPU_ENV names the bundle's directory (default .gpu; e.g. .gpu18 for a
+# GPU_ENV names the bundle's directory (default .gpu; e.g. .gpu/pg18 for a
 # bundle of the PostgreSQL 18 that scripts/build-pg18.sh builds).
 # Logs go to $OUT.
 set -uo pipefail
