@@ -13,11 +13,13 @@
 # HUGE=1 puts shared memory on 2 MB pages (huge_pages = on, reserving
 # vm.nr_hugepages as root), PostgreSQL's advice for large shared_buffers: a
 # random heap fetch then misses the TLB far less, for every plan alike.
+# GPU_ENV names the bundle's directory (default .gpu; e.g. .gpu/pg18 for a
+# bundle of the PostgreSQL 18 that scripts/build-pg18.sh builds).
 # Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
-source .gpu/pgenv.sh
+source "${GPU_ENV:-.gpu}/pgenv.sh"
 # a warm machine may still hold the previous call's cluster
 pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
 nvidia-smi -L >"$OUT/gpu.txt" 2>&1

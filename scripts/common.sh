@@ -1,7 +1,13 @@
 # scripts/common.sh: shared by setup-demo.sh and test.sh.
 # Installs what is missing (Debian 12), builds and installs the extension, and
-# starts/stops a throwaway PostgreSQL 15 cluster run by an ordinary OS user.
+# starts/stops a throwaway PostgreSQL cluster run by an ordinary OS user.
 
+# The PostgreSQL to use: PG_CONFIG, or PGBIN (its pg_config), or Debian's 15.
+# Given PG_CONFIG alone (e.g. a PostgreSQL 18 built by build-pg18.sh), its
+# programs are those of its --bindir.
+if [ -z "${PGBIN:-}" ] && [ -n "${PG_CONFIG:-}" ] && [ -x "$PG_CONFIG" ]; then
+	PGBIN=$("$PG_CONFIG" --bindir)
+fi
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 export PATH="$PGBIN:$PATH"
 # make takes PG_CONFIG (and NO_CUDA, CUDA_HOME) from the environment too
@@ -23,9 +29,14 @@ as_pguser() {
 
 install_deps() {
 	local need=()
-	[ -x "$PGBIN/postgres" ] || need+=(postgresql-15)
-	{ [ -x "$PG_CONFIG" ] && [ -f "$("$PG_CONFIG" --includedir-server)/postgres.h" ]; } ||
-		need+=(postgresql-server-dev-15)
+	if [ "$PGBIN" = /usr/lib/postgresql/15/bin ]; then
+		[ -x "$PGBIN/postgres" ] || need+=(postgresql-15)
+		{ [ -x "$PG_CONFIG" ] && [ -f "$("$PG_CONFIG" --includedir-server)/postgres.h" ]; } ||
+			need+=(postgresql-server-dev-15)
+	elif [ ! -x "$PGBIN/postgres" ] || [ ! -x "$PG_CONFIG" ]; then
+		echo "no PostgreSQL server or pg_config in $PGBIN ($PG_CONFIG)" >&2
+		return 1
+	fi
 	perl -MIPC::Run -e1 2>/dev/null || need+=(libipc-run-perl)
 	command -v make >/dev/null || need+=(make)
 	command -v gcc >/dev/null || need+=(gcc)

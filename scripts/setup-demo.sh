@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/setup-demo.sh: install what is missing, build and install eytzgpu,
-# start a throwaway PostgreSQL 15 cluster, and run a demo (scripts/demo.sql):
-# a range query and a join over an eytzgpu index, beside their btree
-# equivalents and the plan PostgreSQL picks by itself, with what ran (GPU or
-# CPU) and how long it took.
+# start a throwaway PostgreSQL cluster (Debian's 15, or the one PG_CONFIG
+# names), and run a demo (scripts/demo.sql): a range query and a join over an
+# eytzgpu index, beside their btree equivalents and the plan PostgreSQL picks
+# by itself, with what ran (GPU or CPU) and how long it took.
 #
 #   bash scripts/setup-demo.sh [ROWS]      (default 2,000,000 inner rows)
 #

@@ -10,6 +10,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 install_deps
+echo "== testing against $("$PG_CONFIG" --version) ($PG_CONFIG)"
 build_install "$@"
 
 echo "== no circle of calls among the C files"

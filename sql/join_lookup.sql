@@ -142,9 +142,12 @@ BEGIN
 		DROP INDEX jl_shape_i;
 	END LOOP;
 END $$;
+-- (in this order, whatever order the planner joins the two lists in: the
+-- shapes draw their keys from one random sequence)
 SELECT jl_shapes(n, opts)
-FROM unnest(ARRAY[1, 9, 100, 6560, 6563]) n,
-	 unnest(ARRAY['layout = ebs', 'layout = eks', 'layout = eks, fanout = 3']) opts;
+FROM unnest(ARRAY[1, 9, 100, 6560, 6563]) WITH ORDINALITY s(n, ni),
+	 unnest(ARRAY['layout = ebs', 'layout = eks', 'layout = eks, fanout = 3']) WITH ORDINALITY l(opts, li)
+ORDER BY ni, li;
 DROP FUNCTION jl_shapes(int, text);
 DROP TABLE jl_shape;
 

@@ -144,8 +144,8 @@ BEGIN
 	IF NOT node ? 'Stage Clock Reads' THEN
 		RETURN 'not shown';
 	END IF;
-	IF (node->>'Stage Clock Reads')::bigint >= (node->>'Actual Rows')::bigint AND
-		(node->>'Actual Rows')::bigint > 0 AND
+	IF (node->>'Stage Clock Reads')::bigint >= (node->>'Actual Rows')::numeric AND
+		(node->>'Actual Rows')::numeric > 0 AND
 		(node->>'Stage Clock Cost')::float8 > 0 AND
 		(node->>'Stage Clock Cost')::float8 <= (node->>'Actual Total Time')::float8 THEN
 		RETURN 'reads and their cost';

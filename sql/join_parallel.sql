@@ -131,12 +131,22 @@ SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k 
 -- the serial join runs whole in a worker (its plan travels to the worker
 -- as text: custom_private must read back as written)
 SET parallel_setup_cost = 1e9;
+-- (16 renamed force_parallel_mode to debug_parallel_query)
+SELECT current_setting('server_version_num')::int >= 160000 AS debug_parallel_query \gset
+\if :debug_parallel_query
+SET debug_parallel_query = on;
+\else
 SET force_parallel_mode = on;
+\endif
 SELECT join_plan('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o JOIN jp_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jp_outer o LEFT JOIN jp_inner i ON i.k BETWEEN o.lo AND o.hi');
 SELECT join_check('SELECT o.x FROM jp_outer o WHERE NOT EXISTS (SELECT 1 FROM jp_inner i WHERE i.k = o.k)');
+\if :debug_parallel_query
+RESET debug_parallel_query;
+\else
 RESET force_parallel_mode;
+\endif
 SET parallel_setup_cost = 0;
 
 -- the leader shares its cached image of the index with the workers; rows

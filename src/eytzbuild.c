@@ -33,6 +33,7 @@
 #include "storage/smgr.h"
 #include "utils/rel.h"
 
+#include "eytzcompat.h"
 #include "eytzinclude.h"
 #include "eytzdevice.h"
 
@@ -682,7 +683,7 @@ eytz_buildempty(Relation index)
 	PageSetChecksumInplace(metapage, EYTZ_METAPAGE_BLKNO);
 	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, EYTZ_METAPAGE_BLKNO,
 			  (char *) metapage, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+	log_newpage(&EytzRelationFile(index), INIT_FORKNUM,
 				EYTZ_METAPAGE_BLKNO, metapage, true);
 	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
 	pfree(metapage);

@@ -15,6 +15,7 @@
 #include "utils/rel.h"
 
 #include "eytzcache.h"
+#include "eytzcompat.h"
 
 /* Take an entry out of the cache; free it now unless a scan still pins it */
 void
@@ -80,7 +81,7 @@ cache_lookup(EytzCache *cache, Relation index, uint64 generation)
 
 	for (entry = cache->head; entry; entry = entry->next)
 		if (entry->indexoid == RelationGetRelid(index) &&
-			entry->relfilenode == index->rd_node.relNode &&
+			entry->relfilenode == EytzRelFileNumber(EytzRelationFile(index)) &&
 			entry->generation == generation)
 			return entry;
 	return NULL;
@@ -122,7 +123,7 @@ eytz_cache_add(EytzCache *cache, EytzCacheEntry *entry, Relation index, uint64 g
 			   Size bytes, int refcount, Size limit)
 {
 	entry->indexoid = RelationGetRelid(index);
-	entry->relfilenode = index->rd_node.relNode;
+	entry->relfilenode = EytzRelFileNumber(EytzRelationFile(index));
 	entry->generation = generation;
 	entry->bytes = bytes;
 	entry->refcount = refcount;

@@ -53,6 +53,7 @@
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 
+#include "eytzcompat.h"
 #include "eytzgpu.h"
 #include "eytzheap.h"
 
@@ -164,7 +165,7 @@ read_block(EytzHeapFetch *hf, BlockNumber blk)
 	Buffer		buf;
 
 	if (blk < hf->nrecent && hf->recent[blk] != InvalidBuffer &&
-		ReadRecentBuffer(hf->rel->rd_node, MAIN_FORKNUM, blk, hf->recent[blk]))
+		ReadRecentBuffer(EytzRelationFile(hf->rel), MAIN_FORKNUM, blk, hf->recent[blk]))
 	{
 		/* counted as ReadBuffer counts a hit */
 		pgstat_count_buffer_read(hf->rel);

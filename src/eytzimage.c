@@ -44,6 +44,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "eytzcompat.h"
 #include "eytzimage.h"
 
 /* levels a layout may have (a fan-out of 2 and 2^64 entries) */
@@ -437,7 +438,7 @@ eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta)
 	base = dsm_segment_address(seg);
 	hdr = (KeptHeader *) base;
 	hdr->indexoid = RelationGetRelid(index);
-	hdr->relfilenode = index->rd_node.relNode;
+	hdr->relfilenode = EytzRelFileNumber(EytzRelationFile(index));
 	hdr->generation = image->img.meta.generation;
 	hdr->ndead = image->img.meta.ndead;
 	hdr->nentries = n;
@@ -474,7 +475,7 @@ eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
 		return false;
 	hdr = dsm_segment_address(seg);
 	if (hdr->indexoid != RelationGetRelid(index) ||
-		hdr->relfilenode != index->rd_node.relNode ||
+		hdr->relfilenode != EytzRelFileNumber(EytzRelationFile(index)) ||
 		hdr->generation != image_meta->generation ||
 		hdr->ndead != image_meta->ndead ||
 		hdr->nentries != image_meta->nentries)

@@ -43,6 +43,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "eytzcompat.h"
 #include "eytzinclude.h"
 
 PG_FUNCTION_INFO_V1(eytzgpu_info);
@@ -265,9 +266,7 @@ check_heap_all_indexed(Relation heap, Relation index, Snapshot snapshot,
 	SetUserIdAndSecContext(heap->rd_rel->relowner,
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	save_nestlevel = NewGUCNestLevel();
-#if PG_VERSION_NUM >= 170000
-	RestrictSearchPath();
-#endif
+	eytz_restrict_search_path();
 	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
 	table_index_build_scan(heap, index, indexInfo, true, false,
 						   heap_tuple_check, &hs, scan);

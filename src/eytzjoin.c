@@ -52,6 +52,7 @@
 #include "utils/spccache.h"
 #include "utils/syscache.h"
 
+#include "eytzcompat.h"
 #include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
@@ -716,6 +717,49 @@ clause_exprs(List *rinfos)
 	return res;
 }
 
+/* The entry of scan_tlist that is the table column var names, or NULL */
+static TargetEntry *
+scan_tlist_column(List *scan_tlist, const Var *var)
+{
+	ListCell   *lc;
+
+	foreach(lc, scan_tlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *col = (Var *) tle->expr;
+
+		if (IsA(col, Var) && col->varno == var->varno &&
+			col->varattno == var->varattno && col->varlevelsup == 0)
+			return tle;
+	}
+	return NULL;
+}
+
+/*
+ * A copy of expression node whose columns of the scan tuple are marked
+ * nulled by the outer joins their scan_tlist entry is.  16 marks a column
+ * read above an outer join (the target list) apart from the same column
+ * read below it (the join's own quals), but the join produces each column
+ * once and setrefs.c wants every reference to equal its one entry: the
+ * marks only check the planner's work, the executor ignores them.
+ */
+static Node *
+match_scan_tlist_mutator(Node *node, List *scan_tlist)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
+	{
+		Var		   *var = (Var *) copyObject(node);
+		TargetEntry *tle = scan_tlist_column(scan_tlist, var);
+
+		if (tle != NULL)
+			EytzVarCopyNullingRels(var, (Var *) tle->expr);
+		return (Node *) var;
+	}
+	return expression_tree_mutator(node, match_scan_tlist_mutator, scan_tlist);
+}
+
 static Plan *
 eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			   List *tlist, List *clauses, List *custom_plans)
@@ -759,7 +803,7 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 
 		if (var->varno != inner_relid || var->varlevelsup != 0)
 			continue;
-		if (tlist_member((Expr *) var, scan_tlist))
+		if (scan_tlist_column(scan_tlist, var) != NULL)
 			continue;
 		scan_tlist = lappend(scan_tlist,
 							 makeTargetEntry((Expr *) copyObject(var), resno++, NULL, false));
@@ -773,8 +817,10 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
 	/* in the order of EytzScanExprIndex */
-	cscan->custom_exprs = list_make4(list_nth(ppriv, EYTZ_PATH_OUTER_EXPRS),
-									 joinquals, otherquals, innerquals);
+	cscan->custom_exprs = (List *)
+		match_scan_tlist_mutator((Node *) list_make4(list_nth(ppriv, EYTZ_PATH_OUTER_EXPRS),
+													 joinquals, otherquals, innerquals),
+								 scan_tlist);
 	/* in the order of EytzScanPrivateIndex */
 	cscan->custom_private =
 		list_make5(copyObject(list_nth(ppriv, EYTZ_PATH_INDEXOID)),

@@ -64,6 +64,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "eytzcompat.h"
 #include "eytzheap.h"
 #include "eytzimage.h"
 #include "eytzjoin.h"

@@ -164,7 +164,8 @@ NAME##_buckets(T *m, uint32 n, T *tmp, const RadixPass *top_digit, \
 	const RadixPass *top = &top_copy; \
 	uint32		start[(1 << TOP_BITS_MAX) + 1]; \
 	uint32		next[1 << TOP_BITS_MAX]; \
-	uint32		nb = 1U << top->bits; \
+	/* bounded for the compiler, which cannot see that bits is */ \
+	uint32		nb = 1U << Min(top->bits, TOP_BITS_MAX); \
 	uint32		i, \
 				sum = 0; \
 	int			b; \

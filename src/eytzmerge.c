@@ -56,6 +56,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "eytzcompat.h"
 #include "eytzinclude.h"
 
 PG_FUNCTION_INFO_V1(eytzgpu_merge);
@@ -779,7 +780,7 @@ eytzgpu_merge(PG_FUNCTION_ARGS)
 
 	/* before anything is read or locked */
 	PreventCommandDuringRecovery("eytzgpu_merge()");
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
+	if (!eytz_class_ownercheck(indexoid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 
 	index = eytz_open_index(indexoid, RowExclusiveLock, "eytzgpu_merge");

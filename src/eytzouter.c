@@ -34,6 +34,7 @@
 #include "storage/bufpage.h"
 #include "utils/rel.h"
 
+#include "eytzcompat.h"
 #include "eytzouter.h"
 
 bool		eytz_direct_outer = true;
@@ -146,7 +147,7 @@ eytz_outer_next_tuple(EytzOuterScan *os)
 		if (os->next_block >= hs->rs_nblocks)
 			return NULL;
 		/* pins the page (dropping the last), lists its visible tuples */
-		heapgetpage(os->scan, os->next_block++);
+		eytz_heap_read_page(os->scan, os->next_block++);
 		os->next_tuple = 0;
 		os->ntuples = hs->rs_ntuples;
 		os->pages++;

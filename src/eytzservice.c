@@ -125,7 +125,7 @@ svc_shmem_startup(void)
 		memset(eytz_svc, 0, svc_shmem_size());
 		eytz_svc->lock = &(GetNamedLWLockTranche("eytzgpu service"))->lock;
 		eytz_svc->state = SVC_STOPPED;
-		eytz_svc->procno = INVALID_PGPROCNO;
+		eytz_svc->procno = EYTZ_INVALID_PROCNO;
 		eytz_svc->nslots = eytz_service_slots;
 		eytz_svc->slot_bytes = svc_window_bytes();
 		pg_atomic_init_u64(&eytz_svc->progress_at, 0);
@@ -267,7 +267,7 @@ svc_key(Relation index, const EytzMetaPageData *meta, EytzSvcKey *key)
 	memset(key, 0, sizeof(*key));
 	key->dboid = MyDatabaseId;
 	key->indexoid = RelationGetRelid(index);
-	key->node = index->rd_node;
+	key->node = EytzRelationFile(index);
 	key->generation = meta->generation;
 	key->nentries = meta->nentries;
 	key->keys_start = meta->keys_start;
@@ -312,7 +312,7 @@ static void
 svc_free_slot_since(int i, TimestampTz since)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[i];
-	int			worker = INVALID_PGPROCNO;
+	int			worker = EYTZ_INVALID_PROCNO;
 
 	if (!svc_lock_since(LW_EXCLUSIVE, since))
 	{
@@ -330,7 +330,7 @@ svc_free_slot_since(int i, TimestampTz since)
 		worker = eytz_svc->procno;
 	LWLockRelease(eytz_svc->lock);
 	/* the worker also drops a half-streamed layout of the slot */
-	if (worker != INVALID_PGPROCNO)
+	if (worker != EYTZ_INVALID_PROCNO)
 		SetLatch(&GetPGProcByNumber(worker)->procLatch);
 }
 
@@ -378,7 +378,7 @@ svc_claim(EytzServiceView *v, char **why)
 		s->state = SLOT_IDLE;
 		pg_atomic_write_u32(&s->forsaken, 0);
 		s->owner_pid = MyProcPid;
-		s->owner_procno = MyProc->pgprocno;
+		s->owner_procno = EytzMyProcNumber();
 		s->incarnation = eytz_svc->incarnation;
 		s->serial++;
 		s->key = v->key;
@@ -425,7 +425,7 @@ svc_post(EytzServiceView *v)
 {
 	EytzSvcSlot *s;
 	bool		alive;
-	int			worker = INVALID_PGPROCNO;
+	int			worker = EYTZ_INVALID_PROCNO;
 
 	if (v->slot < 0)
 		return false;
@@ -957,7 +957,7 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 	bool		locked;
 
 	svc_check_privilege("eytzgpu_service_resident");
-	SetSingleFuncCall(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, 0);
 	if (eytz_svc == NULL)
 		return (Datum) 0;
 	/* without the lock if a stalled worker holds it: a report */
@@ -979,7 +979,7 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 		values[0] = ObjectIdGetDatum(copy[best].key.dboid);
 		values[1] = ObjectIdGetDatum(copy[best].key.indexoid);
 		values[2] = NameGetDatum(&copy[best].name);
-		values[3] = ObjectIdGetDatum(copy[best].key.node.relNode);
+		values[3] = ObjectIdGetDatum(EytzRelFileNumber(copy[best].key.node));
 		values[4] = Int64GetDatum((int64) copy[best].key.generation);
 		values[5] = Int64GetDatum((int64) copy[best].key.nentries);
 		values[6] = Int64GetDatum((int64) copy[best].bytes);

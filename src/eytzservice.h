@@ -120,7 +120,7 @@ extern void eytz_service_release(EytzServiceView *v);
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
-#include "storage/relfilenode.h"
+#include "eytzcompat.h"
 
 /* resident copies at most (each also bounded by eytzgpu.gpu_memory_limit) */
 #define EYTZ_SVC_MAX_RESIDENT 64
@@ -139,7 +139,7 @@ typedef struct EytzSvcKey
 {
 	Oid			dboid;
 	Oid			indexoid;
-	RelFileNode node;
+	EytzRelFile node;
 	uint64		generation;
 	uint64		nentries;		/* with the region's place: a relfilenode */
 	BlockNumber keys_start;		/* reused after OID wraparound differs */

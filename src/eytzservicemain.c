@@ -836,7 +836,7 @@ svc_exit(int code, Datum arg)
 	LWLockReleaseAll();
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
 	eytz_svc->state = SVC_STOPPED;
-	eytz_svc->procno = INVALID_PGPROCNO;
+	eytz_svc->procno = EYTZ_INVALID_PROCNO;
 	eytz_svc->bytes = 0;
 	memset(eytz_svc->resident, 0, sizeof(eytz_svc->resident));
 	for (i = 0; i < eytz_svc->nslots; i++)
@@ -858,7 +858,7 @@ svc_start(EytzSvcState state, const char *detail)
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
 	eytz_svc->incarnation++;
 	eytz_svc->pid = MyProcPid;
-	eytz_svc->procno = MyProc->pgprocno;
+	eytz_svc->procno = EytzMyProcNumber();
 	eytz_svc->state = state;
 	progress(0);
 	strlcpy(eytz_svc->detail, detail, sizeof(eytz_svc->detail));

@@ -30,6 +30,7 @@
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
+#include "eytzcompat.h"
 #include "eytzinclude.h"
 
 /* bytes per pair while sorting: keys and TIDs, twice (radix ping-pong) */
@@ -406,7 +407,7 @@ eytz_spill_next(EytzSpill *spill, uint64 *key, uint64 *packed_tid,
 
 	if (spill->ncols == 0)
 	{
-		if (!tuplesort_getdatum(spill->sort, true, &datum, &null, NULL))
+		if (!eytz_tuplesort_getdatum(spill->sort, true, &datum, &null))
 			return false;
 	}
 	else

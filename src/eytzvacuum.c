@@ -22,6 +22,7 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
+#include "eytzcompat.h"
 #include "eytzinclude.h"
 
 #define EYTZ_VACUUM_MERGE_DEAD_PCT	20
@@ -120,7 +121,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		}
 		UnlockReleaseBuffer(buf);
 		removed += n;
-		vacuum_delay_point();
+		eytz_vacuum_delay_point();
 	}
 
 	/* the list cannot change under the merge lock: its pages, checked */
@@ -163,7 +164,7 @@ eytz_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		UnlockReleaseBuffer(buf);
 		removed += count - out;
 		live += out;
-		vacuum_delay_point();
+		eytz_vacuum_delay_point();
 	}
 	ReleaseBuffer(metabuf);
 	UnlockPage(index, EYTZ_METAPAGE_BLKNO, ExclusiveLock);
