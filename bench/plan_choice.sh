@@ -56,6 +56,9 @@ PY
 printf '%-9s %-11s %10s %9s %9s %8s %8s  %s\n' data setting cost first_ms best_ms cost/ch time/ch plan
 for set in friendly random; do
 	q="SELECT count(*), sum(i.v) FROM pc_outer_$set o JOIN pc_inner_$set i ON i.k = o.k"
+	# the tables and the index in shared buffers first, so that each fresh
+	# backend's first join differs from its warm ones by its own start only
+	sql -c "SET eytzgpu.enable_join = off" -c "$q" -c "RESET eytzgpu.enable_join" -c "$q" >/dev/null
 	declare -A C F B P
 	for s in choice ez_serial ez_parallel pg_own pg_serial; do
 		case $s in
