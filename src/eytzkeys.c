@@ -431,7 +431,8 @@ static int
 intersect_ranges(const EytzRange *a, int na, const EytzRange *b, int nb,
 				 EytzRange **out)
 {
-	EytzRange  *res = palloc(sizeof(EytzRange) * Max(na + nb, 1));
+	EytzRange  *res = palloc_extended(sizeof(EytzRange) * Max(na + nb, 1),
+									   MCXT_ALLOC_HUGE);
 	int			i = 0,
 				j = 0,
 				n = 0;
@@ -484,7 +485,7 @@ scankey_ranges(Relation index, const EytzKeyType *kt, ScanKey key,
 		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 		deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
 						  &elems, &nulls, &nelems);
-		res = palloc(sizeof(EytzRange) * Max(nelems, 1));
+		res = palloc_extended(sizeof(EytzRange) * Max(nelems, 1), MCXT_ALLOC_HUGE);
 		for (i = 0; i < nelems; i++)
 		{
 			if (nulls[i])
