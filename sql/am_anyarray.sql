@@ -48,6 +48,15 @@ INSERT INTO arrs VALUES
 							  ELSE (random() * 44000)::int4 - 22000 END
 					FROM generate_series(1, 12000) g));
 
+-- force_scan(mode): this transaction's plans scan aa by mode ('Seq Scan',
+-- 'Index Scan', 'Index Only Scan' or 'Bitmap Heap Scan') where they can
+CREATE FUNCTION force_scan(mode text) RETURNS void LANGUAGE sql AS $$
+	SELECT set_config('enable_seqscan', (mode = 'Seq Scan')::text, true),
+		   set_config('enable_indexscan', (mode IN ('Index Scan', 'Index Only Scan'))::text, true),
+		   set_config('enable_indexonlyscan', (mode = 'Index Only Scan')::text, true),
+		   set_config('enable_bitmapscan', (mode = 'Bitmap Heap Scan')::text, true);
+$$;
+
 -- aa_check(qual, cols, refqual): "SELECT <cols> FROM aa WHERE <qual>" (as
 -- a count and a sum of row hashes) through each scan type, against a
 -- sequential scan of "WHERE <refqual>" (default: qual; "k IN (SELECT
@@ -66,15 +75,10 @@ DECLARE
 	mode text;
 	res text := '';
 BEGIN
-	PERFORM set_config('enable_indexscan', 'off', true);
-	PERFORM set_config('enable_indexonlyscan', 'off', true);
-	PERFORM set_config('enable_bitmapscan', 'off', true);
+	PERFORM force_scan('Seq Scan');
 	EXECUTE sel || coalesce(refqual, qual) INTO ref;
-	PERFORM set_config('enable_seqscan', 'off', true);
 	FOREACH mode IN ARRAY ARRAY['Index Scan', 'Index Only Scan', 'Bitmap Heap Scan'] LOOP
-		PERFORM set_config('enable_indexscan', (mode <> 'Bitmap Heap Scan')::text, true);
-		PERFORM set_config('enable_indexonlyscan', (mode = 'Index Only Scan')::text, true);
-		PERFORM set_config('enable_bitmapscan', (mode = 'Bitmap Heap Scan')::text, true);
+		PERFORM force_scan(mode);
 		EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || q INTO plan;
 		IF plan NOT LIKE format('%%"Node Type": "%s"%%', mode) THEN
 			res := res || format(' [no %s]', mode);
@@ -85,10 +89,6 @@ BEGIN
 								 split_part(got, ' ', 1), split_part(ref, ' ', 1));
 		END IF;
 	END LOOP;
-	PERFORM set_config('enable_seqscan', 'on', true);
-	PERFORM set_config('enable_indexscan', 'on', true);
-	PERFORM set_config('enable_indexonlyscan', 'on', true);
-	PERFORM set_config('enable_bitmapscan', 'on', true);
 	RETURN CASE WHEN res = '' THEN 'ok ' || split_part(ref, ' ', 1) ELSE 'FAIL' || res END;
 END
 $$;
@@ -175,13 +175,9 @@ DECLARE
 	got text;
 	plan text;
 BEGIN
-	PERFORM set_config('enable_indexscan', 'off', true);
-	PERFORM set_config('enable_bitmapscan', 'off', true);
+	PERFORM force_scan('Seq Scan');
 	EXECUTE sel || 'aa.k IN (SELECT unnest(o.a))) s' INTO ref;
-	PERFORM set_config('enable_seqscan', 'off', true);
-	PERFORM set_config('enable_indexscan', (mode <> 'Bitmap Heap Scan')::text, true);
-	PERFORM set_config('enable_indexonlyscan', (mode = 'Index Only Scan')::text, true);
-	PERFORM set_config('enable_bitmapscan', (mode = 'Bitmap Heap Scan')::text, true);
+	PERFORM force_scan(mode);
 	EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || q INTO plan;
 	EXECUTE q INTO got;
 	RETURN format('%s %s on aa: %s', mode,
@@ -200,8 +196,7 @@ DECLARE
 	n2 bigint;
 	n3 bigint;
 BEGIN
-	PERFORM set_config('enable_seqscan', 'off', true);
-	PERFORM set_config('enable_bitmapscan', 'off', true);
+	PERFORM force_scan('Index Scan');
 	OPEN c FOR SELECT k, v FROM aa WHERE k = ANY((SELECT a FROM arrs WHERE name = 'big')::int4[]);
 	MOVE FORWARD 3 IN c;
 	GET DIAGNOSTICS n1 = ROW_COUNT;
@@ -210,8 +205,7 @@ BEGIN
 	MOVE FORWARD ALL IN c;
 	GET DIAGNOSTICS n3 = ROW_COUNT;
 	CLOSE c;
-	PERFORM set_config('enable_seqscan', 'on', true);
-	PERFORM set_config('enable_bitmapscan', 'on', true);
+	PERFORM force_scan('Seq Scan');
 	RETURN format('%s, %s, then %s: %s', n1, n2, n3,
 				  CASE WHEN n1 + n2 + n3 = (SELECT count(*) FROM (SELECT k FROM aa OFFSET 0) s
 											 WHERE k IN (SELECT unnest(a) FROM arrs WHERE name = 'big'))
@@ -249,4 +243,4 @@ SELECT scan_of(format('SELECT count(*), sum(k::int8) FROM ab WHERE k = ANY(%L::i
 
 DROP TABLE aa, ab, arrs;
 DROP TABLE many;
-DROP FUNCTION aa_check, rescan_check, scan_of, cursor_steps;
+DROP FUNCTION aa_check, rescan_check, scan_of, cursor_steps, force_scan;
