@@ -44,7 +44,9 @@ if [ -z "${PGHOST:-}" ]; then
 		start_cluster "$DIR" "${BENCH_PORT:-55434}" >&2
 	trap 'stop_cluster "$DIR"' EXIT
 fi
-q() { as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
+# as PGUSER over the socket (trust): also from root on the GPU machine,
+# whose bundled psql needs this environment's LD_LIBRARY_PATH
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
 # the scan of the session's EXPLAIN of the generic plan must be on index $2,
 # and the index-only scan's EXPLAIN ANALYZE (if any) must fetch no heap page
 check_plan() {
