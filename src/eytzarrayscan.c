@@ -10,7 +10,11 @@
  * each slice is answered by one batched walk of the view the seam chooses
  * for that many keys: the index pages for a few, the CPU image or the GPU
  * (or the eytzgpu service) for many, as the batched join does.  Matches come
- * back a chunk at a time, so memory stays bounded whatever the duplicates.
+ * back a chunk at a time, so memory stays bounded whatever the duplicates,
+ * and each chunk is sorted by TID (radix sort) before it is returned: the
+ * heap, and for an index-only scan the visibility map, are then read in
+ * physical order (in key order every match would look up another map page
+ * in the buffer mapping).
  *
  * The seam's views may be copies taken before this scan's snapshot (a cached
  * image, a GPU copy, the service's copy), so the scan asks for the matches'
@@ -67,7 +71,10 @@ struct EytzArrayScan
 	uint32	   *match_rows;
 	bool	   *need;
 	bool	   *found;
-	EytzMatch  *order;			/* the matches to resolve, by TID (and scratch) */
+	EytzMatch  *order;			/* the matches to resolve or sort, by TID (and scratch) */
+	uint64	   *sort_keys;		/* index-only: the keys and values in TID order */
+	Datum	   *sort_values;
+	bool	   *sort_isnull;
 };
 
 /* Queries a slice holds: what work_mem allows the seam's query order */
@@ -145,11 +152,26 @@ chunk_arrays(EytzArrayScan *a, int max)
 		pfree(a->need);
 		pfree(a->found);
 		pfree(a->order);
+		if (a->sort_keys)
+		{
+			pfree(a->sort_keys);
+			pfree(a->sort_values);
+			pfree(a->sort_isnull);
+		}
 	}
 	a->match_rows = MemoryContextAllocHuge(a->cxt, sizeof(uint32) * max);
 	a->need = MemoryContextAllocHuge(a->cxt, sizeof(bool) * max);
 	a->found = MemoryContextAllocHuge(a->cxt, sizeof(bool) * max);
 	a->order = MemoryContextAllocHuge(a->cxt, sizeof(EytzMatch) * 2 * (Size) max);
+	a->sort_keys = NULL;
+	if (a->want_values)
+	{
+		Size		m = Max(a->ncols, 1);
+
+		a->sort_keys = MemoryContextAllocHuge(a->cxt, sizeof(uint64) * max);
+		a->sort_values = MemoryContextAllocHuge(a->cxt, sizeof(Datum) * m * max);
+		a->sort_isnull = MemoryContextAllocHuge(a->cxt, sizeof(bool) * m * max);
+	}
 	a->chunk_cap = max;
 }
 
@@ -272,6 +294,39 @@ resolve_chunk(EytzArrayScan *a, ItemPointerData *tids, uint64 *keys,
 	return out;
 }
 
+/* Sort tids[0..n) (and their keys and values, if any) by TID */
+static void
+sort_chunk(EytzArrayScan *a, ItemPointerData *tids, uint64 *keys,
+		   Datum *values, bool *isnull, int n)
+{
+	EytzMatch  *order = a->order;
+	Size		m = Max(a->ncols, 1);
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		order[i].tid = eytz_tid_pack(&tids[i]);
+		order[i].row = (uint32) i;
+		order[i].unused = 0;
+	}
+	eytz_match_sort_keys(order, (uint32) n, order + a->chunk_cap);
+	for (i = 0; i < n; i++)
+		eytz_tid_unpack(order[i].tid, &tids[i]);
+	if (keys == NULL)
+		return;
+	for (i = 0; i < n; i++)
+	{
+		Size		from = order[i].row;
+
+		a->sort_keys[i] = keys[from];
+		memcpy(&a->sort_values[i * m], &values[from * m], sizeof(Datum) * a->ncols);
+		memcpy(&a->sort_isnull[i * m], &isnull[from * m], sizeof(bool) * a->ncols);
+	}
+	memcpy(keys, a->sort_keys, sizeof(uint64) * n);
+	memcpy(values, a->sort_values, sizeof(Datum) * m * n);
+	memcpy(isnull, a->sort_isnull, sizeof(bool) * m * n);
+}
+
 /*
  * Take the seam's chunk m[0..n) into tids (and, for an index-only scan,
  * keys and values[i * m + c] / isnull, as eytz_search_next_values gives
@@ -307,12 +362,15 @@ take_chunk(EytzArrayScan *a, const EytzMatch *matches, int n,
 			}
 		}
 	}
-	return any ? resolve_chunk(a, tids, keys, values, isnull, n) : n;
+	if (any)
+		n = resolve_chunk(a, tids, keys, values, isnull, n);
+	if (n > 1)
+		sort_chunk(a, tids, keys, values, isnull, n);
+	return n;
 }
 
 /*
- * Up to max more matches, in no particular order; 0 when there are no
- * more.  keys, values and isnull as eytz_search_next_values (NULL unless
+ * Up to max more matches, sorted by TID; 0 when there are no more.  keys, values and isnull as eytz_search_next_values (NULL unless
  * the scan wants values).
  */
 int

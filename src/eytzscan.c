@@ -346,7 +346,8 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 		else
 		{
 			so->ntids = next_chunk(so, so->tids, NULL, NULL, NULL, so->cap);
-			if (so->ntids > 1)
+			/* the batched lookups' chunks come sorted */
+			if (so->ntids > 1 && so->array == NULL)
 				qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
 		}
 		so->next = 0;
