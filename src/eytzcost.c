@@ -10,8 +10,17 @@
  * small ones, so a range of many rows visits most of its heap pages once
  * per chunk, not once, and a bitmap scan (which visits each once) is the
  * better plan for it, as for btree.
+ *
+ * An array qual ("k = ANY(array)") of several elements is not a descent per
+ * element: its keys are sorted once and looked up in one batched walk of the
+ * view the lookup seam would choose for that many keys (eytzarrayscan.c), so
+ * it costs what eytz_lookup_plan_cost says, as the batched join does: an
+ * image load or GPU upload only when the keys pay for it (nothing when the
+ * backend or the service has it resident), and the pages otherwise.
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "access/stratnum.h"
 #include "catalog/pg_statistic.h"
@@ -25,6 +34,7 @@
 #include "access/relation.h"
 
 #include "eytzgpu.h"
+#include "eytzlookup.h"
 
 /*
  * The correlation of the index's key with the heap's order, from the
@@ -85,6 +95,7 @@ eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	GenericCosts costs;
 	EytzMetaPageData meta;
 	Relation	irel;
+	Cost		startup;
 	Cost		descent;
 	double		searches;
 
@@ -95,11 +106,27 @@ eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	MemSet(&costs, 0, sizeof(costs));
 	genericcostestimate(root, path, loop_count, &costs);
 
-	/* per search: compare along the levels, touch about one page per level */
 	searches = Max(costs.num_sa_scans, 1);
-	descent = searches * ((meta.levels + 1) * (meta.fanout - 1) * cpu_operator_cost +
-						  (meta.levels + 1) * 50.0 * cpu_operator_cost +
-						  meta.npending * cpu_operator_cost);
+	if (searches > 1)
+	{
+		Cost		per_key;
+		double		touch_bytes;
+
+		/* the keys sorted, the pending list read once, then one batched walk */
+		eytz_lookup_plan_cost(index->indexoid, searches, false, &startup,
+							  &per_key, &touch_bytes);
+		startup += searches * log2(searches) * cpu_operator_cost +
+			meta.npending * cpu_operator_cost;
+		descent = startup + searches * per_key;
+	}
+	else
+	{
+		/* compare along the levels, touch about one page per level */
+		descent = (meta.levels + 1) * (meta.fanout - 1) * cpu_operator_cost +
+			(meta.levels + 1) * 50.0 * cpu_operator_cost +
+			meta.npending * cpu_operator_cost;
+		startup = descent;
+	}
 
 	/*
 	 * an index-only scan gathers each entry's key and included values from
@@ -110,7 +137,7 @@ eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		costs.indexTotalCost += costs.numIndexTuples * searches *
 			(list_length(path->indexinfo->indextlist) * cpu_index_tuple_cost);
 
-	*indexStartupCost = costs.indexStartupCost + descent;
+	*indexStartupCost = costs.indexStartupCost + startup;
 	*indexTotalCost = costs.indexTotalCost + descent;
 	*indexSelectivity = costs.indexSelectivity;
 	*indexCorrelation = key_correlation(root, index);

@@ -466,6 +466,16 @@ extern int	eytz_search_next_values(EytzSearch *s, ItemPointerData *tids,
 									int max);
 extern void eytz_search_end(EytzSearch *s);
 
+/* eytzarrayscan.c: many ranges as batched lookups (for eytzscan.c) */
+typedef struct EytzArrayScan EytzArrayScan;
+extern EytzArrayScan *eytz_array_scan_begin(Relation index,
+											const EytzRange *ranges,
+											int nranges, bool want_values);
+extern int	eytz_array_scan_next(EytzArrayScan *a, ItemPointerData *tids,
+								 uint64 *keys, Datum *values, bool *isnull,
+								 int max);
+extern void eytz_array_scan_end(EytzArrayScan *a);
+
 /* eytzscan.c */
 extern IndexScanDesc eytz_beginscan(Relation r, int nkeys, int norderbys);
 extern void eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,

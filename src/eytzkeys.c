@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "eytzgpu.h"
+#include "eytzmatch.h"			/* eytz_sort_u64 */
 
 #define SIGN32 UINT64CONST(0x80000000)
 #define SIGN64 UINT64CONST(0x8000000000000000)
@@ -403,16 +404,41 @@ ranges_by_lo(const void *a, const void *b)
 	return 0;
 }
 
+/*
+ * Sort points (ranges of one key each: an array's equalities) by a radix
+ * sort of their keys (a comparison sort of a large array's ranges took
+ * longer than looking them up)
+ */
+static void
+sort_points(EytzRange *r, int n)
+{
+	uint64	   *keys = palloc_extended(sizeof(uint64) * 2 * (Size) n, MCXT_ALLOC_HUGE);
+	int			i;
+
+	for (i = 0; i < n; i++)
+		keys[i] = r[i].lo;
+	eytz_sort_u64(keys, (uint32) n, keys + n, ~UINT64CONST(0));
+	for (i = 0; i < n; i++)
+		r[i].lo = r[i].hi = keys[i];
+	pfree(keys);
+}
+
 /* Sort ranges and merge overlapping or adjacent ones; returns the count */
 static int
 normalize_ranges(EytzRange *r, int n)
 {
 	int			out = 0;
+	bool		points = true;
 	int			i;
 
 	if (n == 0)
 		return 0;
-	qsort(r, n, sizeof(EytzRange), ranges_by_lo);
+	for (i = 0; i < n && points; i++)
+		points = r[i].lo == r[i].hi;
+	if (points)
+		sort_points(r, n);
+	else
+		qsort(r, n, sizeof(EytzRange), ranges_by_lo);
 	for (i = 1; i < n; i++)
 	{
 		if (r[i].lo <= r[out].hi || r[i].lo - 1 == r[out].hi)
@@ -431,7 +457,8 @@ static int
 intersect_ranges(const EytzRange *a, int na, const EytzRange *b, int nb,
 				 EytzRange **out)
 {
-	EytzRange  *res = palloc(sizeof(EytzRange) * Max(na + nb, 1));
+	EytzRange  *res = palloc_extended(sizeof(EytzRange) * Max(na + nb, 1),
+									   MCXT_ALLOC_HUGE);
 	int			i = 0,
 				j = 0,
 				n = 0;
@@ -484,7 +511,7 @@ scankey_ranges(Relation index, const EytzKeyType *kt, ScanKey key,
 		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 		deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
 						  &elems, &nulls, &nelems);
-		res = palloc(sizeof(EytzRange) * Max(nelems, 1));
+		res = palloc_extended(sizeof(EytzRange) * Max(nelems, 1), MCXT_ALLOC_HUGE);
 		for (i = 0; i < nelems; i++)
 		{
 			if (nulls[i])

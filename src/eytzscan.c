@@ -9,6 +9,13 @@
  * Recheck is set: the TIDs come from pages no pin protects once read, so
  * the executor re-evaluates the quals on each heap tuple.
  *
+ * Scan keys with an array ("k = ANY(array)", "k IN (...)") that make more
+ * than one range are answered by batched lookups instead
+ * (eytzarrayscan.c), whose TIDs need no recheck under an MVCC snapshot: the
+ * executor's recheck of "k = ANY(array)" compares each row with every
+ * element of an array it cannot hash (a parameter), which made a scan of
+ * n keys cost n times its rows.
+ *
  * Index-only scans get each entry as an index tuple: the key decoded (for
  * the key types that decode exactly) and the included values, in the order
  * the search found them (as btree, which returns them in key order).  The executor
@@ -31,6 +38,7 @@
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "eytzinclude.h"
 
@@ -39,7 +47,11 @@
 
 typedef struct EytzScanOpaqueData
 {
-	EytzSearch *search;			/* NULL before the first call */
+	MemoryContext cxt;			/* the scan's (beginscan's) context */
+	bool		started;		/* false before the first call */
+	EytzSearch *search;			/* the ranges' search, or */
+	EytzArrayScan *array;		/* their batched lookups */
+	bool		recheck;		/* tell the executor to recheck the quals */
 	bool		done;
 	ItemPointerData *tids;		/* the current chunk */
 	int			cap;
@@ -77,6 +89,7 @@ eytz_beginscan(Relation r, int nkeys, int norderbys)
 	IndexScanDesc scan = RelationGetIndexScan(r, nkeys, norderbys);
 	EytzScanOpaque so = palloc0(sizeof(EytzScanOpaqueData));
 
+	so->cxt = CurrentMemoryContext;
 	StaticAssertStmt(EYTZ_FIRST_CHUNK >= EYTZ_PENDING_PER_PAGE,
 					 "a chunk must hold a pending page");
 	scan->opaque = so;
@@ -89,9 +102,12 @@ reset_scan(IndexScanDesc scan)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
 	MemoryContext itup_cxt = so->itup_cxt;
+	MemoryContext cxt = so->cxt;
 
 	if (so->search)
 		eytz_search_end(so->search);
+	if (so->array)
+		eytz_array_scan_end(so->array);
 	if (so->tids)
 		pfree(so->tids);
 	if (so->keys)
@@ -106,6 +122,7 @@ reset_scan(IndexScanDesc scan)
 		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	memset(so, 0, sizeof(EytzScanOpaqueData));
 	so->itup_cxt = itup_cxt;
+	so->cxt = cxt;
 }
 
 /*
@@ -155,17 +172,36 @@ eytz_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 }
 
-/* Begin the search of the scan keys' ranges, with room for cap TIDs a call */
+/*
+ * Begin the search of the scan keys' ranges, with room for cap TIDs a call:
+ * batched lookups for the many ranges of an array key, else the cursor
+ */
 static void
 start_search(IndexScanDesc scan, int cap)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
 	EytzRange  *ranges;
 	int			nranges;
+	bool		array = false;
+	int			i;
 
 	nranges = eytz_build_ranges(scan->indexRelation, scan->keyData,
 								scan->numberOfKeys, &ranges);
-	so->search = eytz_search_begin(scan->indexRelation, ranges, nranges);
+	for (i = 0; i < scan->numberOfKeys; i++)
+		array |= (scan->keyData[i].sk_flags & SK_SEARCHARRAY) != 0;
+	so->started = true;
+	if (array && nranges > 1)
+	{
+		so->array = eytz_array_scan_begin(scan->indexRelation, ranges, nranges,
+										  scan->xs_want_itup);
+		so->recheck = !IsMVCCSnapshot(scan->xs_snapshot);
+	}
+	else
+	{
+		so->search = eytz_search_begin(scan->indexRelation, ranges, nranges);
+		so->recheck = true;
+	}
 	pfree(ranges);
 	so->cap = cap;
 	so->tids = palloc(sizeof(ItemPointerData) * cap);
@@ -183,6 +219,17 @@ start_search(IndexScanDesc scan, int cap)
 												 ALLOCSET_SMALL_SIZES);
 	}
 	pgstat_count_index_scan(scan->indexRelation);
+	MemoryContextSwitchTo(old);
+}
+
+/* The next chunk's TIDs (with keys and values: eytz_search_next_values) */
+static int
+next_chunk(EytzScanOpaque so, ItemPointerData *tids, uint64 *keys,
+		   Datum *values, bool *isnull, int max)
+{
+	if (so->array)
+		return eytz_array_scan_next(so->array, tids, keys, values, isnull, max);
+	return eytz_search_next_values(so->search, tids, keys, values, isnull, max);
 }
 
 /*
@@ -224,8 +271,7 @@ next_itup_chunk(IndexScanDesc scan)
 		UnlockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	LockPage(scan->indexRelation, EYTZ_IOS_LOCK_BLKNO, ShareLock);
 	so->locked = true;
-	return eytz_search_next_values(so->search, so->tids, so->keys, so->values,
-								   so->isnull, so->cap);
+	return next_chunk(so, so->tids, so->keys, so->values, so->isnull, so->cap);
 }
 
 /* Entry i of the chunk as the index tuple of an index-only scan */
@@ -270,7 +316,7 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
 	EytzScanOpaque so = (EytzScanOpaque) scan->opaque;
 
-	if (so->search == NULL)
+	if (!so->started)
 		start_search(scan, EYTZ_FIRST_CHUNK);
 	while (so->next >= so->ntids)
 	{
@@ -299,8 +345,9 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 			so->ntids = next_itup_chunk(scan);
 		else
 		{
-			so->ntids = eytz_search_next(so->search, so->tids, so->cap);
-			if (so->ntids > 1)
+			so->ntids = next_chunk(so, so->tids, NULL, NULL, NULL, so->cap);
+			/* the batched lookups' chunks come sorted */
+			if (so->ntids > 1 && so->array == NULL)
 				qsort(so->tids, so->ntids, sizeof(ItemPointerData), tid_cmp);
 		}
 		so->next = 0;
@@ -315,7 +362,7 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 	else
 		scan->xs_heaptid = so->tids[so->next++];
-	scan->xs_recheck = true;
+	scan->xs_recheck = so->recheck;
 	return true;
 }
 
@@ -326,11 +373,11 @@ eytz_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	int64		n = 0;
 	int			got;
 
-	if (so->search == NULL)
+	if (!so->started)
 		start_search(scan, max_chunk(so));
-	while ((got = eytz_search_next(so->search, so->tids, so->cap)) > 0)
+	while ((got = next_chunk(so, so->tids, NULL, NULL, NULL, so->cap)) > 0)
 	{
-		tbm_add_tuples(tbm, so->tids, got, true);
+		tbm_add_tuples(tbm, so->tids, got, so->recheck);
 		n += got;
 		CHECK_FOR_INTERRUPTS();
 	}

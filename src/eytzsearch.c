@@ -175,7 +175,8 @@ eytz_search_begin(Relation index, const EytzRange *ranges, int nranges)
 
 	s->index = index;
 	eytz_read_meta(index, &s->meta);
-	s->ranges = palloc(sizeof(EytzRange) * Max(nranges, 1));
+	s->ranges = palloc_extended(sizeof(EytzRange) * Max(nranges, 1),
+								 MCXT_ALLOC_HUGE);
 	memcpy(s->ranges, ranges, sizeof(EytzRange) * nranges);
 	s->nranges = nranges;
 	eytz_cursor_begin(&s->cursor, index, &s->meta);
