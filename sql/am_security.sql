@@ -71,6 +71,8 @@ RESET enable_bitmapscan;
 -- who plants code in them gains nothing when a superuser or a pg_monitor
 -- member verifies.  evil_probe says whose rights it runs with, and tries
 -- to make its owner a superuser and to change a GUC for the session.
+-- (Calls inside the functions name their schema: from PostgreSQL 17 on,
+-- maintenance runs index expressions with search_path pg_catalog, pg_temp.)
 CREATE ROLE regress_eytz_mallory;
 GRANT CREATE ON SCHEMA public TO regress_eytz_mallory;
 CREATE FUNCTION evil_probe() RETURNS int LANGUAGE plpgsql VOLATILE AS $$
@@ -86,10 +88,10 @@ BEGIN
 END $$;
 ALTER FUNCTION evil_probe() OWNER TO regress_eytz_mallory;
 CREATE FUNCTION evil_key(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN PERFORM evil_probe(); RETURN $1; END $$;
+BEGIN PERFORM public.evil_probe(); RETURN $1; END $$;
 ALTER FUNCTION evil_key(int) OWNER TO regress_eytz_mallory;
 CREATE FUNCTION evil_pred(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN PERFORM evil_probe(); RETURN $1 > 0; END $$;
+BEGIN PERFORM public.evil_probe(); RETURN $1 > 0; END $$;
 ALTER FUNCTION evil_pred(int) OWNER TO regress_eytz_mallory;
 SET ROLE regress_eytz_mallory;
 SET client_min_messages = error;   -- the build's own calls
@@ -156,7 +158,7 @@ RESET ROLE;
 -- its calls is called once per row of every partition
 CREATE SEQUENCE sec_calls;
 CREATE FUNCTION sec_counted(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN PERFORM nextval('sec_calls'); RETURN $1; END $$;
+BEGIN PERFORM nextval('public.sec_calls'); RETURN $1; END $$;
 CREATE INDEX sec_part_expr ON sec_part USING eytzgpu (sec_counted(k));
 SELECT nextval('sec_calls') AS before \gset
 SELECT eytzgpu_verify('sec_part_expr', true);

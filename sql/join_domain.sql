@@ -32,7 +32,9 @@ SELECT include FROM eytzgpu_info('jd_inner_k');
 -- a domain over a type that cannot be included is still refused
 CREATE DOMAIN jd_text AS text;
 ALTER TABLE jd_inner ADD COLUMN note jd_text;
-\set VERBOSITY terse
+-- (the SQLSTATE only: from PostgreSQL 17 on the build's restricted
+-- search_path prints the type's name with its schema)
+\set VERBOSITY sqlstate
 \set ON_ERROR_STOP 0
 CREATE INDEX jd_inner_bad ON jd_inner USING eytzgpu (k) INCLUDE (note);
 \set ON_ERROR_STOP 1

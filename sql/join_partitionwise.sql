@@ -88,7 +88,10 @@ CREATE INDEX jr_inner_a_k ON jr_inner_a USING eytzgpu (k);
 CREATE INDEX jr_inner_d_k ON jr_inner_d USING eytzgpu (k);
 ANALYZE jr_inner;
 ANALYZE jr_outer;
-SELECT * FROM join_plan('SELECT o.x, i.v FROM jr_outer o JOIN jr_inner i ON i.k = o.k');
+SELECT count(*) FILTER (WHERE l ~ 'EytzGPU Join') AS batched_pairs,
+	   count(*) FILTER (WHERE l ~ 'Nested Loop|Hash Join|Merge Join') AS other_pairs,
+	   count(*) FILTER (WHERE l ~ 'Index: jr_inner_b') AS b_batched
+  FROM join_plan('SELECT o.x, i.v FROM jr_outer o JOIN jr_inner i ON i.k = o.k') l;
 SELECT join_check('SELECT o.x, i.v FROM jr_outer o JOIN jr_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jr_outer o LEFT JOIN jr_inner i ON i.k = o.k');
 SELECT join_check('SELECT o.x FROM jr_outer o WHERE NOT EXISTS (SELECT FROM jr_inner i WHERE i.k = o.k)');
