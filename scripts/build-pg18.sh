@@ -13,10 +13,27 @@ set -euo pipefail
 PREFIX=${PG18_PREFIX:-/opt/eytzgpu-pg18}
 CACHE=${PG18_CACHE:-/var/cache/eytzgpu-pg18}
 DONE="$PREFIX/.eytzgpu-build-complete"
+# the contrib modules the suite uses
+CONTRIBS="postgres_fdw pageinspect auto_explain"
+
+contribs_there() {
+	local c
+	for c in $CONTRIBS; do
+		[ -f "$PREFIX/lib/postgresql/$c.so" ] || return 1
+	done
+}
 
 if [ -f "$DONE" ] && [ -x "$PREFIX/bin/pg_config" ]; then
-	echo "== PostgreSQL 18 already built in $PREFIX ($("$PREFIX/bin/pg_config" --version))"
-	exit 0
+	# a build of an earlier list of contribs: add the missing ones
+	if ! contribs_there && [ -f "$CACHE/build/GNUmakefile" ]; then
+		for contrib in $CONTRIBS; do
+			make -s -C "$CACHE/build/contrib/$contrib" install >/dev/null 2>&1
+		done
+	fi
+	if contribs_there; then
+		echo "== PostgreSQL 18 already built in $PREFIX ($("$PREFIX/bin/pg_config" --version))"
+		exit 0
+	fi
 fi
 
 need=()
@@ -62,7 +79,7 @@ cd "$BUILD"
 JOBS=$(nproc)
 make -s -j"$JOBS" >make.log 2>&1 || { tail -50 make.log; exit 1; }
 make -s install >>make.log 2>&1 || { tail -50 make.log; exit 1; }
-for contrib in postgres_fdw pageinspect; do
+for contrib in $CONTRIBS; do
 	make -s -C "contrib/$contrib" -j"$JOBS" install >>make.log 2>&1 || { tail -50 make.log; exit 1; }
 done
 touch "$DONE"
