@@ -255,4 +255,33 @@ SELECT scan_of(format('SELECT count(*), sum(k::int8) FROM ab WHERE k = ANY(%L::i
 
 DROP TABLE aa, ab, arrs;
 DROP TABLE many;
+-- float columns and arrays of the other float type: no recheck, so the
+-- keys' conversion must be exact (float4 0.1 is not float8 0.1; NaN, -0,
+-- Infinity): the index's answers against a sequential scan's
+CREATE TABLE af (k float4, d float8);
+INSERT INTO af SELECT (g % 100) / 10.0, (g % 100) / 10.0 FROM generate_series(1, 20000) g;
+INSERT INTO af VALUES ('NaN', 'NaN'), ('-0', '-0'), ('Infinity', 'Infinity'), (NULL, NULL);
+CREATE INDEX af_k ON af USING eytzgpu (k);
+CREATE INDEX af_d ON af USING eytzgpu (d);
+VACUUM ANALYZE af;
+CREATE TEMP TABLE af_q AS SELECT * FROM unnest(ARRAY[
+	'k = ANY(''{0.1,0.5,1.5,0,NaN,Infinity,0.30000001192092896}''::float8[])',
+	'k = ANY(''{-0,2.5,9.9,NULL}''::float4[])',
+	'd = ANY(''{0.1,0.5,1.5,0,NaN}''::float4[])',
+	'd = ANY(''{-0,0.1,0.2,Infinity}''::float8[])']) q;
+CREATE FUNCTION af_count(q text, scans boolean) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+BEGIN
+	PERFORM set_config('enable_seqscan', (NOT scans)::text, true);
+	PERFORM set_config('enable_indexscan', scans::text, true);
+	PERFORM set_config('enable_indexonlyscan', scans::text, true);
+	PERFORM set_config('enable_bitmapscan', 'off', true);
+	EXECUTE 'SELECT count(*) FROM af WHERE ' || q INTO n;
+	RETURN n;
+END $$;
+SELECT q, af_count(q, true) AS index_scan, af_count(q, false) AS seq_scan FROM af_q ORDER BY q;
+DROP TABLE af;
+DROP FUNCTION af_count;
+
 DROP FUNCTION aa_check, rescan_check, scan_of, cursor_steps, force_scan;
