@@ -164,19 +164,19 @@ held_match(V v)
  * own tile before t its inclusive prefix), so the look-back reads instead
  * of waiting on tiles still being walked.  Warps never wait for each other's
  * barriers: while one looks back, the SM's other warps walk.  Measured
- * against (2^15 keys, 2^25 points): looking back right after the walk of
- * the tile (0.85 ms, 0.64 one tile late: the look-back waited on the
- * partial tiles of the ~4200 in flight), CUB's TilePrefixCallbackOp,
- * which looks back for a whole block in its first warp between two block
- * barriers (0.83 ms: with one 1024-thread block per SM the SM idles at
- * every look-back), and warps claiming their tiles with an atomic counter
- * (1.40 ms: 2^18 atomics on one address).  The shared-memory walk holds
+ * slower (cuda/bench/results/README.md, "One pass for the CSR API"):
+ * looking back right after the walk of the tile (the look-back waited on
+ * the partial tiles of the thousands in flight), CUB's
+ * TilePrefixCallbackOp, which looks back for a whole block in its first
+ * warp between two block barriers (with one 1024-thread block per SM the
+ * SM idles at every look-back), and warps claiming their tiles with an
+ * atomic counter (2^18 atomics on one address).  The shared-memory walk holds
  * slots, not payloads (fewer registers), and the write reads the payloads
  * (the first 4 a lane before the look-back, whose latency they share).  A
  * look-back reads ~12 windows of 32 partial tiles on average (ncu, tiles of
  * 32 x 4): the tiles of one round all become inclusive at about the same
- * time, so tiles of 32 x 8 (EYTZ_CSR_SMEM_Q) halve the number of look-backs
- * (0.46 -> 0.35 ms with the branch-free walk).  Needs csr_sink_init.
+ * time, so tiles of 32 x 8 (EYTZ_CSR_SMEM_Q) halve the number of
+ * look-backs.  Needs csr_sink_init.
  */
 struct CsrSink
 {

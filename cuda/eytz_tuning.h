@@ -4,8 +4,9 @@
  *
  * Plain C (macros) so that the strategy choice (eytz_strategy.h, compiled by
  * the CPU test too) and the kernels read the same numbers.  Unless said
- * otherwise, "measured" means the H100 runs recorded in cuda/README.md
- * (NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2; bench/results/h100*.csv).
+ * otherwise, "measured" means the H100 runs recorded in
+ * cuda/bench/results/README.md (the section named beside each constant),
+ * where the figures are.
  */
 #ifndef EYTZ_TUNING_H
 #define EYTZ_TUNING_H
@@ -15,7 +16,7 @@
 /*
  * Threads a block of the lookup kernels: 256, a common default, not swept
  * (the grid is sized to what is resident, so occupancy decides, not this).
- * Block-local reordering sorts 256 x 8 keys a block (README "Section 7").
+ * Block-local reordering sorts 256 x 8 keys a block.
  */
 #define EYTZ_SINGLE_BLOCK		256
 #define EYTZ_LSORT_BLOCK		256
@@ -25,14 +26,15 @@
 
 /*
  * A thread hands a per-level run to its warp after this many hits (paper
- * 5.1); the warp takeover beat the baseline up to 1024 hits (README "Ranges").
+ * 5.1); the warp takeover beat the baseline up to 1024 hits (cuda/README.md,
+ * "Results on the H100").
  */
 #define EYTZ_HYBRID_T			32
 
 /*
  * Pinned copies larger than this run in 1024-thread blocks, one per SM: a
- * big pin leaves room for one block only, so make it a big one (README
- * "Section 7": 2^15 keys 0.590 ms whole index pinned against 0.625).
+ * big pin leaves room for one block only, so make it a big one (measured
+ * faster at 2^15 keys: cuda/README.md, "Point lookups").
  */
 #define EYTZ_BIG_PIN			(64 * 1024)
 
@@ -40,14 +42,13 @@
 
 /* largest whole-index copy the shared-memory point kernel takes (the H100 gives a block up to 227 KB) */
 #define EYTZ_SMEM_POINT_MAX		(200 * 1024)
-/* lookups per thread of k_point_smem: 4 gave 0.418 ms at 2^15 against 0.59 for 1 (README "Point fast paths") */
+/* lookups per thread of k_point_smem: 4 measured fastest ("Point fast paths") */
 #define EYTZ_SMEM_Q				4
 /*
  * Lookups per thread of the CSR API's shared-memory walk (k_point_smem with
- * a CsrSink: warp tiles of 32 x 8 queries, half the look-backs of 32 x 4):
- * 2^15 keys, 2^25 points, H100: 0.350 ms against 0.383 for 4 lookups a
- * thread in tiles of 32 x 8 and 0.460 for 32 x 4 (README "The CSR API at
- * 2^15: the walk and the tiles").
+ * a CsrSink: warp tiles of 32 x 8 queries, half the look-backs of 32 x 4;
+ * measured fastest at 2^15 keys: "The CSR API at 2^15: the walk and the
+ * tiles").
  */
 #define EYTZ_CSR_SMEM_Q			8
 /* ids per tile of the bucketed write-back (k_tile_write, -1): 2048 results, 16 KB of shared memory */
@@ -56,8 +57,8 @@
 /*
  * Cluster tile write (Hopper): a tile of 2^EYTZ_CTILE_LOG2 ids spread over
  * the shared memory of a cluster of EYTZ_CTILE_CLUSTER blocks, 2^14 results
- * (128 KB) each; 8 is the portable cluster size maximum.  0.37 ms for 2^25
- * results against 0.78 for two partition passes (README "Cluster tiles").
+ * (128 KB) each; 8 is the portable cluster size maximum.  Half the time of
+ * two partition passes ("Cluster tiles and the fused partition").
  */
 #define EYTZ_CTILE_SLICE_LOG2	14
 #define EYTZ_CTILE_CLUSTER		8
@@ -67,8 +68,7 @@
 /*
  * Fused partition of sorted lookups: one bucket counter per thread of a
  * 256-thread block (2^8 buckets: batches up to 2^25), 4 lookups per thread
- * in a chunk (2.536 ms at 2^28 against 2.562 for 8 and 2.726 for 2, README
- * "Cluster tiles and the fused partition").
+ * in a chunk (faster than 2 or 8: "Cluster tiles and the fused partition").
  */
 #define EYTZ_PART_MAX_BITS		8
 #define EYTZ_PART_BLOCK			256
@@ -81,7 +81,7 @@
  */
 #define EYTZ_COMPACT_Q			4
 
-/* ---- composite strategy (README "Composite strategy") ---- */
+/* ---- composite strategy (cuda/README.md, "Composite strategy") ---- */
 
 /* keys of at most this many bytes also get a binary (k = 2) copy: EBS with pinning wins there */
 #define EYTZ_EBS_COPY_MAX_KEY_BYTES	(512 * 1024)
@@ -90,15 +90,15 @@
 #define EYTZ_PIN_BYTES_LARGE	(16 * 1024)
 /* ranges with at least this many expected hits take EKS group (won from 64 hits, even at 32) */
 #define EYTZ_WIDE_RANGE_HITS	32
-/* chunked global reordering: 2^21 lookups a chunk, 16 key bits (6.6 ms at 2^28: never chosen) */
+/* chunked global reordering: 2^21 lookups a chunk, 16 key bits (slower than unsorted at 2^28: never chosen) */
 #define EYTZ_REORDER_LOGC		21
 #define EYTZ_REORDER_BITS		16
 
 /*
  * Globally sorted point lookups: sort on 16 significant key bits (two radix
- * passes; 12 bits lost 0.05-0.1 ms at 2^28), the fused partition (-2), from
- * 32 MiB of keys (won from 2^23 32-bit keys: 1.844 against 2.073 ms) and
- * batches of 2^20 lookups (the sort's fixed cost).
+ * passes; 12 bits measured slower), the fused partition (-2), from 32 MiB
+ * of keys (where sorting started to win) and batches of 2^20 lookups (the
+ * sort's fixed cost): "Sorted point lookups at 2^28".
  */
 #define EYTZ_GSORT_KEY_BITS		16
 #define EYTZ_GSORT_SCATTER_BITS	(-2)
@@ -113,26 +113,14 @@
  * most EYTZ_STAGE_THREADS and all cores but the caller's; each thread
  * takes the next chunk no other has taken and sends it on a stream of its
  * own as soon as it has copied it.
- * H100 machine (16 cores), 2^25 keys and rows: one thread copies 9.7 GB/s
- * (41.7 ms), 8 threads take 10.6 ms and 15 threads 8.0 ms narrowing
- * (cuda/bench/stage_probe.cu, best of 3); streaming stores (no read for
- * ownership of the pinned lines): 8 threads narrowing 7.5 instead of 8.6
- * ms (h100_stage_probe_nt.log).  When the calling thread queued every
- * chunk's transfer, more copying threads made the API slower (with every
- * core busy, it waited for preempted copiers: 22.9 ms with 8 threads, 31.0
- * with 15, h100_api_stage8.log, h100_api_stage15.log).  With the threads
- * sending their own chunks, one machine, two alternated rounds, the join
- * from the caller's arrays at 2^28 keys (ratio to the pinned transfer):
- * 8 threads 21.9 / 21.2 ms (1.49x / 1.44x), 12 threads 19.9 / 20.1 ms
- * (1.36x), 15 threads 19.3 / 18.9 ms (1.30x / 1.29x), the calling thread
- * sending 23.0 / 23.4 ms (1.56x / 1.59x); a batch of 2^20 queries (16
- * chunks) 1.49-1.53 ms with 8 threads, 1.63-1.69 with 12 and 1.84-1.98
- * with 15 (the threads' start costs more than they copy)
- * (bench/results/h100_api_threads.log; chunks dealt to the threads in
- * turn).  Another machine, three runs, chunks taken by whichever thread is
- * free: 17.5 / 17.7 / 18.6 ms (1.19x / 1.21x / 1.27x), as fast as the
- * inputs filled in place (17.9-18.0 ms), the 2^20 batch 1.19-1.51 ms
- * (bench/results/h100_api_dynamic.log).
+ * Copying threads because one thread cannot fill the copy engines from
+ * pageable memory; streaming stores because the pinned lines need no read
+ * for ownership; each thread sending its own chunks because a calling
+ * thread that queued every transfer waited for preempted copiers, so more
+ * threads made it slower; chunks taken by whichever thread is free rather
+ * than dealt in turn.  Measured: "Staging the caller's arrays", "Streaming
+ * stores in the staging", "Staging threads that send their own chunks"
+ * (cuda/bench/stage_probe.cu, h100_stage_probe*.log, h100_api_*.log).
  */
 #define EYTZ_STAGE_CHUNKS_PER_THREAD	4
 
