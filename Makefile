@@ -1,6 +1,7 @@
 # Makefile for eytzgpu (PGXS).
 #
 #   make [PG_CONFIG=/path/to/pg_config] [NO_CUDA=1] [CUDA_HOME=/usr/local/cuda]
+#        [SANITIZE=undefined]    C sources built with gcc's sanitizers (scripts/sanitize_check.sh)
 #   make install
 #   make installcheck          pg_regress (sql/, expected/) against the server
 #                              that PGHOST/PGPORT point at
@@ -26,6 +27,11 @@ REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS += -Icuda -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+ifdef SANITIZE
+PG_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+SHLIB_LINK += -fsanitize=$(SANITIZE)
+endif
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -67,7 +73,7 @@ $(OBJS): $(wildcard src/*.h cuda/*.h)
 # Rewritten only when the configuration changes, so that make rebuilds then:
 # the C objects depend on the PostgreSQL and on whether CUDA is in, the
 # kernels on nvcc and its flags only (switching NO_CUDA back keeps them)
-BUILD_CONFIG = pg_config=$(PG_CONFIG) cuda=$(if $(HAVE_CUDA),yes,no)
+BUILD_CONFIG = pg_config=$(PG_CONFIG) cuda=$(if $(HAVE_CUDA),yes,no) sanitize=$(SANITIZE)
 CUDA_CONFIG = $(NVCC) $(NVCCFLAGS)
 .build-config: STAMP = $(BUILD_CONFIG)
 .build-config-cuda: STAMP = $(CUDA_CONFIG)
