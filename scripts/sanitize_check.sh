@@ -52,6 +52,7 @@ SAN_OPTS="print_stacktrace=1:log_path=$OUT/sanitizer/report"
 echo "== TAP suite, eytzgpu built with -fsanitize=$SANITIZE, service preloaded on $DEVICE"
 as_pguser env TEMP_CONFIG="$WORK/preload.conf" UBSAN_OPTIONS="$SAN_OPTS" \
 	ASAN_OPTIONS="$SAN_OPTS:detect_leaks=0:protect_shadow_gap=0" PERL5LIB="${PERL5LIB:-}" \
+	LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" \
 	make -C "$WORK/src" -s prove_installcheck PG_CONFIG="$PG_CONFIG" SANITIZE="$SANITIZE" "$@" \
 	>"$OUT/prove.log" 2>&1
 tap=$?

@@ -362,6 +362,10 @@ $node->stop;
 # answer themselves, as without preloading
 $node->append_conf('postgresql.conf', "eytzgpu.service_device = 'auto'");
 $node->start;
+# the worker starts after the server does (and a GPU takes seconds to open)
+$node->poll_query_until('postgres',
+	"SELECT state <> 'stopped' FROM eytzgpu_service_status()")
+  or die 'the service did not start';
 my $state = status('state');
 like($state, qr/^(sleeping|running)$/, "at auto: $state");
 like(explain_join('t'),
