@@ -29,8 +29,9 @@
  * the chunk's queries are searched again through the pages (eytzsearch.c),
  * and a match whose TID is no longer among their entries is dropped.
  *
- * Index-only scans also need each match's included values, and the
- * guarantee (held by the caller's EYTZ_IOS_LOCK_BLKNO lock: eytzscan.c)
+ * Index-only scans also need each match's key and included values (the key
+ * of a match of a point query is the query's; a GPU copy stages no keys),
+ * and the guarantee (held by the caller's EYTZ_IOS_LOCK_BLKNO lock: eytzscan.c)
  * that VACUUM removes none of the chunk's entries until the executor is done
  * with them.  Matches the seam gives no values for (pending entries, which
  * it read when the view was pinned, and a GPU copy that does not stage
@@ -347,12 +348,23 @@ take_chunk(EytzArrayScan *a, const EytzMatch *matches, int n,
 	for (i = 0; i < n; i++)
 	{
 		uint32		p = matches[i].unused;
+		uint32		row = matches[i].row;
+
+		/*
+		 * A match of a point query [lo, lo] has the key lo: an index-only
+		 * scan without INCLUDE columns needs nothing else from a copy that
+		 * carries no keys (the GPU's, pending entries)
+		 */
+		bool		key_known = keys && !cols->have[p] && a->ncols == 0 &&
+			a->lo[row] == a->hi[row];
 
 		eytz_tid_unpack(matches[i].tid, &tids[i]);
-		a->match_rows[i] = matches[i].row;
-		a->need[i] = !current || (keys && !cols->have[p]);
+		a->match_rows[i] = row;
+		a->need[i] = !current || (keys && !cols->have[p] && !key_known);
 		any |= a->need[i];
-		if (keys && cols->have[p])
+		if (key_known)
+			keys[i] = a->lo[row];
+		else if (keys && cols->have[p])
 		{
 			keys[i] = cols->keys[p];
 			for (c = 0; c < a->ncols; c++)
