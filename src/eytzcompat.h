@@ -137,4 +137,40 @@ eytz_heap_read_page(TableScanDesc scan, BlockNumber block)
 #endif
 }
 
+/*
+ * The planner's API the join over a foreign inner side (eytzfdwjoin.c)
+ * uses: 16 gave make_restrictinfo() the clone flags and incompatible relids
+ * (for nullable_relids and outerjoin_delayed), took the child and parent
+ * RelOptInfos in adjust_appendrel_attrs_multilevel() (their relids before),
+ * and added ForeignScan's checkAsUser and fs_base_relids (15's FDWs read
+ * the user from the range table entry); 18 replaced Append's
+ * part_prune_info by an index into the statement's list (-1: none).
+ */
+#if PG_VERSION_NUM >= 160000
+#define eytz_make_restrictinfo(root, clause, relids) \
+	make_restrictinfo((root), (clause), true, false, false, false, 0, (relids), NULL, NULL)
+#define eytz_adjust_appendrel_multilevel(root, node, childrel, parentrel) \
+	adjust_appendrel_attrs_multilevel((root), (node), (childrel), (parentrel))
+#define eytz_foreignscan_set_relids(fscan, relids, userid) \
+	((fscan)->fs_base_relids = bms_copy(relids), (fscan)->checkAsUser = (userid))
+#else
+#define eytz_make_restrictinfo(root, clause, relids) \
+	make_restrictinfo((root), (clause), true, false, false, 0, (relids), NULL, NULL)
+#define eytz_adjust_appendrel_multilevel(root, node, childrel, parentrel) \
+	adjust_appendrel_attrs_multilevel((root), (node), (childrel)->relids, (parentrel)->relids)
+#define eytz_foreignscan_set_relids(fscan, relids, userid) ((void) 0)
+#endif
+#if PG_VERSION_NUM >= 180000
+#define eytz_append_no_pruning(append) ((append)->part_prune_index = -1)
+#else
+#define eytz_append_no_pruning(append) ((append)->part_prune_info = NULL)
+#endif
+
+/* 17 raised postgres_fdw's default fdw_tuple_cost from 0.01 to 0.2 */
+#if PG_VERSION_NUM >= 170000
+#define EYTZ_PGFDW_DEFAULT_TUPLE_COST	0.2
+#else
+#define EYTZ_PGFDW_DEFAULT_TUPLE_COST	0.01
+#endif
+
 #endif							/* EYTZCOMPAT_H */

@@ -760,6 +760,13 @@ match_scan_tlist_mutator(Node *node, List *scan_tlist)
 	return expression_tree_mutator(node, match_scan_tlist_mutator, scan_tlist);
 }
 
+/* match_scan_tlist_mutator for the other joins of custom_scan_tlists (eytzfdwjoin.c) */
+Node *
+eytz_match_scan_tlist(Node *node, List *scan_tlist)
+{
+	return match_scan_tlist_mutator(node, scan_tlist);
+}
+
 static Plan *
 eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			   List *tlist, List *clauses, List *custom_plans)

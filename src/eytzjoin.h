@@ -65,6 +65,15 @@ enum EytzScanExprIndex
 extern void eytz_join_init(void);
 
 /*
+ * A copy of node whose Vars of the scan tuple carry the nulling marks of
+ * their custom_scan_tlist entry (setrefs.c wants them equal)
+ */
+extern Node *eytz_match_scan_tlist(Node *node, List *scan_tlist);
+
+/* eytzfdwjoin.c: the join over a foreign inner side ("EytzGPU Foreign Join") */
+extern void eytz_fdwjoin_init(void);
+
+/*
  * The processes a partial path's rows are divided among, as costsize.c
  * divides a parallel join's rows: the workers and what the leader adds (it
  * does less the more workers it serves).  Inline: the planner (eytzjoin.c)
