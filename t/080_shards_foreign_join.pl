@@ -1,0 +1,240 @@
+# t/080_shards_foreign_join.pl: the EytzGPU Foreign Join, batched key
+# access over postgres_fdw.
+#
+# A coordinator and 3 shard clusters: the inner table is partitioned on the
+# join key (by hash over the 3 shards, by range with one shard holding no
+# rows) or is one foreign table; each leaf is a postgres_fdw foreign table
+# over a shard table with an eytzgpu index.  Every join type is compared
+# with the same data held in local tables of the coordinator; the plans
+# sent to the shards are checked with auto_explain; so are the round trips
+# (one query per shard per batch), repeatable-read snapshots across the
+# shards, a shard stopped in the middle of a join, and a cancel.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $nshards = 3;
+my $inner_rows = 60000;
+my $outer_rows = 15000;
+
+my @shards;
+for my $s (0 .. $nshards - 1)
+{
+	my $node = PostgreSQL::Test::Cluster->new("shard$s");
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+session_preload_libraries = 'auto_explain'
+auto_explain.log_min_duration = 0
+autovacuum = off
+});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION eytzgpu');
+	push @shards, $node;
+}
+my $coord = PostgreSQL::Test::Cluster->new('coordinator');
+$coord->init;
+$coord->append_conf('postgresql.conf', qq{
+autovacuum = off
+session_preload_libraries = 'eytzgpu'
+});
+$coord->start;
+$coord->safe_psql('postgres', 'CREATE EXTENSION eytzgpu; CREATE EXTENSION postgres_fdw');
+
+# the data, once, in local tables of the coordinator: inner keys with
+# duplicates, NULLs and extremes; outer keys with repeats, misses (negative
+# keys are on no shard), NULLs and extremes
+$coord->safe_psql('postgres', qq{
+SELECT setseed(0.8);
+CREATE TABLE inner_local AS
+SELECT CASE WHEN g % 211 = 0 THEN NULL
+			WHEN g % 1009 = 0 THEN 2147483647
+			ELSE (random() * ($inner_rows / 2))::int4 END AS k, g AS v
+  FROM generate_series(1, $inner_rows) g;
+CREATE TABLE outer_local AS
+SELECT CASE WHEN g % 97 = 0 THEN NULL
+			WHEN g % 19 = 0 THEN -1 - g
+			WHEN g % 503 = 0 THEN 2147483647
+			ELSE (random() * ($inner_rows * 0.6))::int4 END AS k, g AS w
+  FROM generate_series(1, $outer_rows) g;
+CREATE FUNCTION local_odd(int4) RETURNS bool IMMUTABLE LANGUAGE sql AS 'SELECT \$1 % 2 = 1';
+});
+
+# shard s holds inner_p<s> (hash partition s), inner_r<s> (range partition
+# s: shard 2's range holds no row) and shard 0 the whole table inner_all
+for my $s (0 .. $nshards - 1)
+{
+	my $node = $shards[$s];
+	$node->safe_psql('postgres', qq{
+CREATE TABLE inner_p$s (k int4, v int4);
+CREATE TABLE inner_r$s (k int4, v int4);
+CREATE TABLE inner_all (k int4, v int4);
+});
+	my ($host, $port) = ($node->host, $node->port);
+	$coord->safe_psql('postgres', qq{
+CREATE SERVER shard$s FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host '$host', port '$port', dbname 'postgres', fetch_size '1000');
+CREATE USER MAPPING FOR CURRENT_USER SERVER shard$s;
+});
+}
+$coord->safe_psql('postgres', q{
+CREATE TABLE inner_dist (k int4, v int4) PARTITION BY HASH (k);
+CREATE TABLE inner_range (k int4, v int4) PARTITION BY RANGE (k);
+CREATE FOREIGN TABLE inner_r0 PARTITION OF inner_range FOR VALUES FROM (0) TO (15000)
+	SERVER shard0 OPTIONS (table_name 'inner_r0');
+CREATE FOREIGN TABLE inner_r1 PARTITION OF inner_range FOR VALUES FROM (15000) TO (2147483647)
+	SERVER shard1 OPTIONS (table_name 'inner_r1');
+CREATE FOREIGN TABLE inner_r2 PARTITION OF inner_range FOR VALUES FROM (2147483647) TO (MAXVALUE)
+	SERVER shard2 OPTIONS (table_name 'inner_r2');
+CREATE FOREIGN TABLE inner_single (k int4, v int4) SERVER shard0 OPTIONS (table_name 'inner_all');
+}
+	. join('', map { qq{
+CREATE FOREIGN TABLE inner_f$_ PARTITION OF inner_dist FOR VALUES WITH (MODULUS $nshards, REMAINDER $_)
+	SERVER shard$_ OPTIONS (table_name 'inner_p$_');
+} } 0 .. $nshards - 1)
+	. q{
+INSERT INTO inner_dist SELECT * FROM inner_local;
+CREATE TABLE inner_range_local AS SELECT * FROM inner_local WHERE k >= 0 AND k < 2147483647;
+INSERT INTO inner_range SELECT * FROM inner_range_local;
+INSERT INTO inner_single SELECT * FROM inner_local;
+});
+for my $s (0 .. $nshards - 1)
+{
+	$shards[$s]->safe_psql('postgres', qq{
+CREATE INDEX inner_p${s}_k ON inner_p$s USING eytzgpu (k);
+CREATE INDEX inner_r${s}_k ON inner_r$s USING eytzgpu (k);
+CREATE INDEX inner_all_k ON inner_all USING eytzgpu (k);
+VACUUM ANALYZE inner_p$s;
+VACUUM ANALYZE inner_r$s;
+VACUUM ANALYZE inner_all;
+});
+}
+is($shards[2]->safe_psql('postgres', 'SELECT count(*) FROM inner_r2'), '0', 'shard 2 holds no row of inner_range');
+$coord->safe_psql('postgres', 'ANALYZE inner_local; ANALYZE outer_local; ANALYZE inner_f0, inner_f1, inner_f2, inner_r0, inner_r1, inner_r2, inner_single');
+
+# PostgreSQL's join methods off: the foreign join is the one left
+my $force = 'SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;';
+my @joins = (
+	'SELECT count(*), sum(i.v::int8), sum(o.w::int8), count(i.k) FROM outer_local o JOIN %s i ON i.k = o.k',
+	'SELECT count(*), count(i.v), sum(i.v::int8), sum(o.w::int8) FROM outer_local o LEFT JOIN %s i ON i.k = o.k',
+	'SELECT count(*), sum(o.w::int8) FROM outer_local o WHERE EXISTS (SELECT FROM %s i WHERE i.k = o.k)',
+	'SELECT count(*), sum(o.w::int8) FROM outer_local o WHERE NOT EXISTS (SELECT FROM %s i WHERE i.k = o.k)',
+	'SELECT count(*), sum(i.v::int8) FROM outer_local o JOIN %s i ON i.k = o.k AND i.v %% 3 <> o.w %% 3',
+	# an inner qual postgres_fdw does not ship: evaluated by the coordinator
+	'SELECT count(*), sum(i.v::int8), sum(o.w::int8) FROM outer_local o JOIN %s i ON i.k = o.k WHERE local_odd(i.v)',
+	# a LEFT join's qual on the inner side above it, and one within it
+	'SELECT count(*), count(i.v), sum(o.w::int8) FROM outer_local o LEFT JOIN %s i ON i.k = o.k AND i.v %% 5 = 0',
+	'SELECT count(*), sum(o.w::int8) FROM outer_local o LEFT JOIN %s i ON i.k = o.k WHERE i.v IS NULL OR i.v %% 7 = 1',
+	'SELECT count(*), sum(o.w::int8) FROM outer_local o WHERE NOT EXISTS (SELECT FROM %s i WHERE i.k = o.k AND local_odd(i.v + o.w))',);
+
+my %reference = (inner_dist => 'inner_local', inner_range => 'inner_range_local',
+	inner_single => 'inner_local');
+foreach my $inner ('inner_dist', 'inner_range', 'inner_single')
+{
+	foreach my $batch (97, 65536)
+	{
+		foreach my $j (@joins)
+		{
+			my $ref = $coord->safe_psql('postgres', sprintf($j, $reference{$inner}));
+			my $q = sprintf($j, $inner);
+			my $set = "$force SET eytzgpu.foreign_batch_size = $batch;";
+			my $plan = $coord->safe_psql('postgres', "$set EXPLAIN (COSTS OFF) $q");
+			like($plan, qr/EytzGPU Foreign Join/, "foreign join planned ($inner, batch $batch): $j");
+			is($coord->safe_psql('postgres', "$set $q"), $ref,
+				"foreign join answers as the local one ($inner, batch $batch): $j");
+		}
+	}
+}
+
+# one remote query per shard per batch, keys routed by the partition key;
+# the range-partitioned table routes no key to the empty shard's range
+# except 2147483647 (the outer keys' extreme)
+my $analyze = $coord->safe_psql('postgres', "$force SET eytzgpu.foreign_batch_size = 1000;"
+	  . ' EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) '
+	  . sprintf($joins[0], 'inner_dist'));
+my ($batches) = $analyze =~ /Batches: (\d+)/;
+is($batches, int(($outer_rows + 999) / 1000), 'batches of eytzgpu.foreign_batch_size outer rows');
+like($analyze, qr/Key Routing: partition key/, 'keys routed by the hash partition key');
+my ($ndistinct) = $analyze =~ /Distinct Keys: (\d+)/;
+my ($keys_sent, $shard_lines) = (0, 0);
+while ($analyze =~ /Shard shard\d\.inner_f\d: round trips=(\d+) keys sent=(\d+) rows=\d+/g)
+{
+	is($1, $batches, 'one round trip per shard per batch');
+	$keys_sent += $2;
+	$shard_lines++;
+}
+is($shard_lines, $nshards, 'EXPLAIN ANALYZE shows every shard');
+is($keys_sent, $ndistinct, 'each distinct key sent to one shard');
+like($analyze, qr/Async Foreign Scan/, 'the shards are queried asynchronously');
+
+# each shard answered its key arrays with its eytzgpu index (the shards'
+# tables are small enough here for a sequential scan to be cheaper: their
+# planners are told not to take one)
+$_->safe_psql('postgres', 'ALTER DATABASE postgres SET enable_seqscan = off') for @shards;
+my @log_start = map { -s $_->logfile } @shards;
+$coord->safe_psql('postgres', "$force SET eytzgpu.foreign_batch_size = 200; "
+	  . sprintf($joins[0], 'inner_dist'));
+for my $s (0 .. $nshards - 1)
+{
+	my $log = substr(slurp_file($shards[$s]->logfile), $log_start[$s]);
+	my @plans = grep { /\A\s*Query Text: DECLARE c\d+ CURSOR FOR\n\s*SELECT[^\n]*public\.inner_p$s WHERE \(\(k = ANY \(\$1::integer\[\]\)\)\)/ }
+	  split(/ plan:\n/, $log);
+	ok(scalar(@plans) > 0, "shard$s received the batches as key arrays");
+	is(scalar(grep { /inner_p${s}_k/ } @plans), scalar(@plans),
+		"shard$s answered each array with its eytzgpu index");
+}
+
+$_->safe_psql('postgres', 'ALTER DATABASE postgres RESET enable_seqscan') for @shards;
+
+# a snapshot taken on the shards at the first query holds for the
+# transaction (postgres_fdw's REPEATABLE READ remote transactions)
+my $j0 = sprintf($joins[0], 'inner_dist');
+my $session = $coord->background_psql('postgres', on_error_stop => 0);
+$session->query_safe("$force SET eytzgpu.foreign_batch_size = 500;");
+$session->query_safe('BEGIN');
+my $before = $session->query_safe($j0);
+$shards[1]->safe_psql('postgres',
+	'INSERT INTO inner_p1 SELECT k, v + 10000000 FROM inner_p1 WHERE k IS NOT NULL LIMIT 1000');
+is($session->query_safe($j0), $before, 'the coordinator transaction keeps its shard snapshots');
+$session->query_safe('COMMIT');
+isnt($session->query_safe($j0), $before, 'a new transaction sees the shard rows');
+$shards[1]->safe_psql('postgres', 'DELETE FROM inner_p1 WHERE v > 10000000');
+is($session->query_safe($j0), $before, 'back to the data');
+
+# a shard stopped in the middle of a join: postgres_fdw's error, no rows,
+# and the session goes on; the outer side sleeps so that the join takes a
+# few seconds
+my $slow = 'SELECT count(*), sum(i.v::int8) FROM (SELECT * FROM outer_local WHERE pg_sleep(0.0003) IS NOT NULL) o JOIN inner_dist i ON i.k = o.k';
+$session->query_until(qr/started/, "\\echo started\n$slow;\n");
+sleep(1);
+$shards[1]->stop('immediate');
+my $out = $session->query("SELECT 'alive'");
+like($session->{stderr}, qr/ERROR:.*(server closed the connection|could not connect|connection|terminat)/i,
+	"a shard stopped mid-join: postgres_fdw's error");
+$session->{stderr} = '';
+is($out, 'alive', 'no partial result, and the session is usable');
+$shards[1]->start;
+is($session->query_safe($j0), $before, 'the join runs again once the shard is back');
+
+# a cancel stops the join, and the shards are left with nothing running
+my $pid = $session->query_safe('SELECT pg_backend_pid()');
+$session->query_until(qr/started/, "\\echo started\n$slow;\n");
+sleep(1);
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+$out = $session->query("SELECT 'alive'");
+like($session->{stderr}, qr/canceling statement due to user request/, 'the join is canceled');
+$session->{stderr} = '';
+is($out, 'alive', 'the session is usable after the cancel');
+for my $s (0 .. $nshards - 1)
+{
+	ok($shards[$s]->poll_query_until('postgres',
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'postgres_fdw' AND state NOT IN ('idle')"),
+		"shard$s runs nothing for the canceled join");
+}
+is($session->query_safe($j0), $before, 'the join runs again after the cancel');
+$session->quit;
+
+$coord->stop;
+$_->stop for @shards;
+done_testing();
