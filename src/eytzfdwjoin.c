@@ -62,6 +62,8 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/sortsupport.h"
 #include "utils/typcache.h"
 
 #include "eytzcompat.h"
@@ -191,8 +193,8 @@ match_key_clause(RestrictInfo *rinfo, RelOptInfo *outerrel, RelOptInfo *innerrel
 		if (exprType(args[side]) != exprType(other))
 			continue;
 		tc = lookup_type_cache(exprType(other),
-							   TYPECACHE_EQ_OPR | TYPECACHE_CMP_PROC | TYPECACHE_HASH_PROC);
-		if (tc->eq_opr != op->opno || !OidIsValid(tc->cmp_proc) ||
+							   TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR | TYPECACHE_HASH_PROC);
+		if (tc->eq_opr != op->opno || !OidIsValid(tc->lt_opr) ||
 			!OidIsValid(tc->hash_proc) || !OidIsValid(get_array_type(tc->type_id)))
 			continue;
 		out->rinfo = rinfo;
@@ -390,9 +392,10 @@ server_cost_option(Oid serverid, const char *name, double dflt)
 /*
  * Cost: the outer path; per outer row the key, its sort and hash; per
  * batch and leaf one remote query (the server's fdw_startup_cost) with its
- * keys (a lookup each on the remote side, about an index descent); per
- * row returned the server's fdw_tuple_cost and the join's clauses; per
- * result row the projection.
+ * distinct keys (a lookup each on the remote side, about an index
+ * descent); per row returned (those of the distinct keys) the server's
+ * fdw_tuple_cost and a probe of the batch; per pair matched the join's
+ * clauses; per result row the projection.
  */
 static void
 cost_fdw_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
@@ -404,7 +407,10 @@ cost_fdw_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	double		nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
 	double		inner_tuples = Max(innerrel->tuples, Max(innerrel->rows, 1.0));
 	Selectivity sel;
-	double		returned;
+	double		outer_keys,
+				inner_keys,
+				returned,
+				matches;
 	Cost		remote = 0;
 	QualCost	keycost,
 				jqcost,
@@ -412,8 +418,17 @@ cost_fdw_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	ListCell   *lc;
 	Cost		run;
 
+	/*
+	 * the rows the leaves return: those of the batch's distinct keys, each
+	 * sent once however many outer rows hold it
+	 */
+	outer_keys = estimate_num_groups(root, list_make1(kc->outer_expr), outer_rows, NULL, NULL);
+	inner_keys = estimate_num_groups(root, list_make1(kc->inner_arg), inner_tuples, NULL, NULL);
 	sel = clauselist_selectivity(root, list_make1(kc->rinfo), 0, JOIN_INNER, NULL);
-	returned = clamp_row_est(outer_rows * sel * inner_tuples);
+	returned = clamp_row_est(Min(outer_rows * sel * inner_tuples,
+								 Min(outer_keys * nbatches, inner_keys) *
+								 inner_tuples / Max(inner_keys, 1.0)));
+	matches = clamp_row_est(outer_rows * sel * inner_tuples);
 	cost_qual_eval_node(&keycost, (Node *) kc->outer_expr, root);
 	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
 	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
@@ -429,13 +444,14 @@ cost_fdw_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		remote += nbatches * server_cost_option(leaf->serverid, "fdw_startup_cost", 100.0);
 		remote += returned * share * (tuple_cost + cpu_tuple_cost);
 		/* the remote lookups: one descent per key sent */
-		remote += outer_rows * Min(share * list_length(leaves), 1.0) *
+		remote += Min(outer_keys * nbatches, outer_rows) * Min(share * list_length(leaves), 1.0) *
 			cpu_operator_cost * (2.0 + log2(Max(leaf->tuples, 2.0)));
 	}
 	run = outer_rows * (keycost.per_tuple + cpu_tuple_cost +
 						cpu_operator_cost * (3.0 + log2(Max(batch_rows, 2.0)))) +
 		remote +
-		returned * (jqcost.per_tuple + oqcost.per_tuple + cpu_operator_cost) +
+		returned * cpu_operator_cost +
+		matches * (jqcost.per_tuple + oqcost.per_tuple + cpu_operator_cost) +
 		cpath->path.rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
 	cpath->path.startup_cost = outer_path->startup_cost + keycost.startup +
 		jqcost.startup + oqcost.startup + cpath->path.pathtarget->cost.startup +
@@ -606,6 +622,10 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	cpath->path.parallel_workers = 0;
 	cpath->path.rows = joinrel->rows;
 	cpath->path.pathkeys = NIL;
+	/*
+	 * no CUSTOMPATH_SUPPORT_PROJECTION: a target list set after
+	 * PlanCustomPath would not match custom_scan_tlist's nulling marks (16+)
+	 */
 	cpath->flags = 0;
 	cpath->custom_paths = list_make1(outer_path);
 	/* in the order of FdwPathPrivateIndex */
@@ -646,6 +666,7 @@ fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *ppriv = best_path->custom_private;
 	Plan	   *inner_plan = list_nth(ppriv, FJ_PATH_INNER_PLAN);
 	List	   *scan_tlist = NIL;
+	List	   *tlist_vars;
 	ListCell   *lc;
 	int			resno = 1;
 	int			nouter;
@@ -658,14 +679,31 @@ fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 							 makeTargetEntry(copyObject(tle->expr), resno++, NULL, false));
 	}
 	nouter = resno - 1;
+	/*
+	 * then the inner plan's columns (the inner rel's), each as the target
+	 * list reads it: above an outer join, marked nulled by it (16+), which
+	 * the quals below it then copy (eytz_match_scan_tlist)
+	 */
+	tlist_vars = pull_var_clause((Node *) tlist, PVC_RECURSE_AGGREGATES |
+								 PVC_RECURSE_WINDOWFUNCS | PVC_RECURSE_PLACEHOLDERS);
 	foreach(lc, inner_plan->targetlist)
 	{
-		TargetEntry *tle = lfirst(lc);
-		Expr	   *expr = tle->expr;
+		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+		ListCell   *lc2;
 
-		/* the Append's columns are the inner rel's; a lone ForeignScan's too */
+		foreach(lc2, tlist_vars)
+		{
+			Var		   *tvar = lfirst(lc2);
+
+			if (IsA(tvar, Var) && tvar->varno == var->varno &&
+				tvar->varattno == var->varattno && tvar->varlevelsup == 0)
+			{
+				var = tvar;
+				break;
+			}
+		}
 		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry(copyObject(expr), resno++, NULL, false));
+							 makeTargetEntry((Expr *) copyObject(var), resno++, NULL, false));
 	}
 
 	/* the array params are set by this node: valid below it (see the top) */
@@ -750,7 +788,7 @@ typedef struct FdwJoinState
 	bool		typbyval;
 	char		typalign;
 	Oid			keytype;
-	FmgrInfo	cmp_finfo;
+	SortSupportData sortsup;	/* the key type's default order */
 	FmgrInfo	hash_finfo;
 	int			nleaves;
 	FdwLeafState *leaves;
@@ -842,8 +880,10 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, FJ_EXPR_OTHERQUAL),
 								 &node->ss.ps);
 
-	tc = lookup_type_cache(st->keytype, TYPECACHE_CMP_PROC_FINFO | TYPECACHE_HASH_PROC_FINFO);
-	fmgr_info_copy(&st->cmp_finfo, &tc->cmp_proc_finfo, CurrentMemoryContext);
+	tc = lookup_type_cache(st->keytype, TYPECACHE_LT_OPR | TYPECACHE_HASH_PROC_FINFO);
+	st->sortsup.ssup_cxt = CurrentMemoryContext;
+	st->sortsup.ssup_collation = st->collation;
+	PrepareSortSupportFromOrderingOp(tc->lt_opr, &st->sortsup);
 	fmgr_info_copy(&st->hash_finfo, &tc->hash_proc_finfo, CurrentMemoryContext);
 	get_typlenbyvalalign(st->keytype, &st->typlen, &st->typbyval, &st->typalign);
 
@@ -897,10 +937,9 @@ static int
 key_cmp(const void *a, const void *b, void *arg)
 {
 	FdwJoinState *st = arg;
-	Datum		ka = st->keys[*(const int *) a];
-	Datum		kb = st->keys[*(const int *) b];
 
-	return DatumGetInt32(FunctionCall2Coll(&st->cmp_finfo, st->collation, ka, kb));
+	return ApplySortComparator(st->keys[*(const int *) a], false,
+							   st->keys[*(const int *) b], false, &st->sortsup);
 }
 
 static uint32
@@ -909,23 +948,17 @@ key_hash(FdwJoinState *st, Datum key)
 	return DatumGetUInt32(FunctionCall1Coll(&st->hash_finfo, st->collation, key));
 }
 
-/* The scan tuple of batch row r (or of no row: -1) and the inner slot (or none) */
+/* The scan tuple of an outer tuple and an inner one (or none) */
 static TupleTableSlot *
-form_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
+form_scan_tuple(FdwJoinState *st, TupleTableSlot *outer, TupleTableSlot *inner)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	int			i;
 
 	ExecClearTuple(scan);
-	if (r >= 0)
-	{
-		ExecStoreMinimalTuple(st->rows[r], st->outer_mslot, false);
-		slot_getallattrs(st->outer_mslot);
-		memcpy(scan->tts_values, st->outer_mslot->tts_values, sizeof(Datum) * st->nouter);
-		memcpy(scan->tts_isnull, st->outer_mslot->tts_isnull, sizeof(bool) * st->nouter);
-	}
-	else
-		memset(scan->tts_isnull, true, sizeof(bool) * st->nouter);
+	slot_getallattrs(outer);
+	memcpy(scan->tts_values, outer->tts_values, sizeof(Datum) * st->nouter);
+	memcpy(scan->tts_isnull, outer->tts_isnull, sizeof(bool) * st->nouter);
 	if (inner != NULL)
 	{
 		slot_getallattrs(inner);
@@ -936,6 +969,14 @@ form_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 		for (i = 0; i < st->ninner; i++)
 			scan->tts_isnull[st->nouter + i] = true;
 	return ExecStoreVirtualTuple(scan);
+}
+
+/* The scan tuple of batch row r and an inner tuple (or none) */
+static TupleTableSlot *
+form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
+{
+	return form_scan_tuple(st, ExecStoreMinimalTuple(st->rows[r], st->outer_mslot, false),
+						   inner);
 }
 
 /* Append a row to the batch, growing its arrays */
@@ -966,8 +1007,7 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 		st->maxrows = n;
 	}
 	st->rows[r] = ExecCopySlotMinimalTuple(outer);
-	form_scan_tuple(st, r, NULL);
-	econtext->ecxt_scantuple = st->css.ss.ss_ScanTupleSlot;
+	econtext->ecxt_scantuple = form_scan_tuple(st, outer, NULL);
 	key = ExecEvalExprSwitchContext(st->outer_key, econtext, &isnull);
 	st->keynull[r] = isnull;
 	st->keys[r] = isnull ? (Datum) 0 : datumCopy(key, st->typbyval, st->typlen);
@@ -1161,8 +1201,7 @@ next_inner_row(FdwJoinState *st)
 			continue;
 		for (d = st->buckets[key_hash(st, key) & st->mask]; d >= 0; d = st->dnext[d])
 		{
-			if (DatumGetInt32(FunctionCall2Coll(&st->cmp_finfo, st->collation,
-												st->dkeys[d], key)) == 0)
+			if (ApplySortComparator(st->dkeys[d], false, key, false, &st->sortsup) == 0)
 				break;
 		}
 		if (d < 0)
@@ -1223,7 +1262,7 @@ fdwjoin_exec(CustomScanState *node)
 					if (st->matched[r] &&
 						(st->jointype == JOIN_SEMI || st->jointype == JOIN_ANTI))
 						continue;
-					econtext->ecxt_scantuple = form_scan_tuple(st, r, st->inner_slot);
+					econtext->ecxt_scantuple = form_batch_scan_tuple(st, r, st->inner_slot);
 					if (st->joinqual && !ExecQual(st->joinqual, econtext))
 					{
 						ResetExprContext(econtext);
@@ -1252,7 +1291,7 @@ fdwjoin_exec(CustomScanState *node)
 
 						if (st->matched[r])
 							continue;
-						econtext->ecxt_scantuple = form_scan_tuple(st, r, NULL);
+						econtext->ecxt_scantuple = form_batch_scan_tuple(st, r, NULL);
 						if (st->otherqual && !ExecQual(st->otherqual, econtext))
 						{
 							ResetExprContext(econtext);
