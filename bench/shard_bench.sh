@@ -22,7 +22,8 @@
 # The servers have fetch_size 10000, async_capable on and use_remote_estimate
 # REMOTE_ESTIMATE (default true: postgres_fdw builds parameterized paths,
 # those of the nested loop, only with remote estimates), for every plan.
-# BENCH_KEEP=1 leaves the clusters running.
+# BENCH_KEEP=1 leaves the clusters running; BENCH_SET is SQL run before each
+# plan's settings (e.g. 'SET jit = off;').
 # The shards have cursor_tuple_fraction = 1 (postgres_fdw reads its cursors
 # to the end; at the default 0.1 a shard's planner prefers a sequential scan
 # to the index's batched lookup, whose work is all done before its first
@@ -132,10 +133,12 @@ declare -A SETS=(
 )
 PLANS="eytz pg pg_hash pg_merge pg_nl"
 query_of() { [ "$1" = pg_nl ] && echo "$QUERY_NL" || echo "$QUERY"; }
+# BENCH_SET: settings for every plan (e.g. 'SET jit = off;')
+for p in $PLANS; do SETS[$p]="${BENCH_SET:-} ${SETS[$p]}"; done
 
 echo "## shard_bench: $INNER-row inner table on 3 shards, $OUTER outer rows ($(date -u +%Y-%m-%d), $(uname -n))"
 echo
-echo "Load: ${LOAD_S}s.  Load average at the start: $LOAD_START (a shared machine: ratios within one run)."
+echo "Settings for every plan: ${BENCH_SET:-none}.  Load: ${LOAD_S}s.  Load average at the start: $LOAD_START (a shared machine: ratios within one run)."
 echo
 for p in $PLANS; do
 	echo "### plan: $p"
