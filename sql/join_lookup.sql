@@ -1,5 +1,5 @@
 -- join_lookup: the lookup seam's views of an index (its pages through the
--- buffer manager, the CPU image) and matches returned in chunks, each
+-- buffer manager, the CPU image, its pages pinned in shared buffers) and matches returned in chunks, each
 -- compared with PostgreSQL's own join (eytzgpu.enable_join off) on random
 -- data with NULLs, duplicates, extremes, misses and a pending list.
 \set ECHO none
@@ -58,6 +58,8 @@ SET eytzgpu.device = cpu;
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET enable_nestloop = off;
+-- the pinned pages have tests of their own (below)
+SET eytzgpu.cpu_view = image;
 
 -- pages view: a few outer rows, no image resident (nor allowed to stay)
 SET eytzgpu.image_cache_limit = 0;
@@ -148,6 +150,13 @@ SELECT jl_shapes(n, opts)
 FROM unnest(ARRAY[1, 9, 100, 6560, 6563]) WITH ORDINALITY s(n, ni),
 	 unnest(ARRAY['layout = ebs', 'layout = eks', 'layout = eks, fanout = 3']) WITH ORDINALITY l(opts, li)
 ORDER BY ni, li;
+-- the same through the index's pages pinned in shared buffers
+SET eytzgpu.cpu_view = pinned;
+SELECT jl_shapes(n, opts)
+FROM unnest(ARRAY[1, 9, 100, 6560, 6563]) WITH ORDINALITY s(n, ni),
+	 unnest(ARRAY['layout = ebs', 'layout = eks', 'layout = eks, fanout = 3']) WITH ORDINALITY l(opts, li)
+ORDER BY ni, li;
+SET eytzgpu.cpu_view = image;
 DROP FUNCTION jl_shapes(int, text);
 DROP TABLE jl_shape;
 
@@ -172,6 +181,10 @@ SELECT jl_k8_joins('o.k::int8 + 4000000000');
 SELECT jl_k8_joins('o.k::int8 * 2 + 4000000000');
 RESET work_mem;
 SELECT jl_k8_joins('o.k::int8 + 4000000000');
+SET eytzgpu.cpu_view = pinned;
+SELECT jl_k8_joins('o.k::int8 + 4000000000');
+SELECT jl_k8_joins('o.k::int8 * 2 + 4000000000');
+SET eytzgpu.cpu_view = image;
 DROP INDEX jl_k8_k;
 CREATE INDEX jl_k8_kv ON jl_k8 USING eytzgpu (k) INCLUDE (v);
 VACUUM (INDEX_CLEANUP ON) jl_k8;
@@ -179,6 +192,42 @@ SELECT jl_k8_joins('o.k::int8 + 4000000000');
 SELECT jl_k8_joins('o.k::int8 * 2 + 4000000000');
 DROP FUNCTION jl_k8_joins(text);
 DROP TABLE jl_k8;
+
+-- the pinned view (eytzgpu.cpu_view = pinned; auto takes it where no image
+-- is cached): the layout's pages searched in place, with the pending list,
+-- after deletes and VACUUM (tombstones), a merge and a REINDEX, in chunks,
+-- and rescanned under a nested loop; an index-only join takes another view
+SET eytzgpu.cpu_view = pinned;
+CREATE FUNCTION jl_pinned_joins() RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN NEXT jl_device('SELECT * FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+	RETURN NEXT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+	RETURN NEXT join_check('SELECT o.x, i.v, i.k FROM jl_outer o LEFT JOIN jl_inner i ON i.k = o.k');
+	RETURN NEXT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k BETWEEN o.k AND o.k::int8 + 40');
+	RETURN NEXT join_check('SELECT o.x FROM jl_outer o WHERE EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
+	RETURN NEXT join_check('SELECT o.x FROM jl_outer o WHERE NOT EXISTS (SELECT 1 FROM jl_inner i WHERE i.k = o.k)');
+	RETURN NEXT join_check('SELECT s.n, (SELECT count(*) FROM jl_outer o JOIN jl_inner i ON i.k = o.k::int8 + s.n) FROM generate_series(0, 3) s(n)');
+	SET LOCAL work_mem = '64kB';
+	RETURN NEXT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+	RETURN NEXT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k BETWEEN o.k::int8 - 10 AND o.k::int8 + 10');
+END $$;
+SELECT jl_pinned_joins();
+INSERT INTO jl_inner SELECT (random() * 20000)::int4, 100000 + g FROM generate_series(1, 300) g;
+DELETE FROM jl_inner WHERE v % 89 = 0;
+SELECT jl_pinned_joins();
+VACUUM jl_inner;
+SELECT jl_pinned_joins();
+SELECT eytzgpu_merge('jl_inner_k') > 1 AS merged;
+SELECT jl_pinned_joins();
+REINDEX INDEX jl_inner_k;
+SELECT jl_pinned_joins();
+DROP INDEX jl_inner_k;
+CREATE INDEX jl_inner_kv ON jl_inner USING eytzgpu (k) INCLUDE (v);
+VACUUM jl_inner;
+SELECT jl_device('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k') <> 'cpu (pinned pages)' AS index_only_not_pinned;
+SELECT join_check('SELECT o.x, i.v FROM jl_outer o JOIN jl_inner i ON i.k = o.k');
+DROP FUNCTION jl_pinned_joins();
+RESET eytzgpu.cpu_view;
 RESET eytzgpu.device;
 
 RESET enable_hashjoin;

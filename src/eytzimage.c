@@ -46,6 +46,7 @@
 
 #include "eytzcompat.h"
 #include "eytzimage.h"
+#include "eytzlookup.h"
 
 /* levels a layout may have (a fan-out of 2 and 2^64 entries) */
 #define EYTZ_MAX_LEVELS 64
@@ -59,6 +60,21 @@
 
 int			eytz_image_cache_limit_mb = 1024;
 int			eytz_parallel_image = EYTZ_PARALLEL_IMAGE_AUTO;
+int			eytz_cpu_view = EYTZ_CPU_VIEW_AUTO;
+
+static const struct config_enum_entry cpu_view_options[] = {
+	{"auto", EYTZ_CPU_VIEW_AUTO, false},
+	{"image", EYTZ_CPU_VIEW_IMAGE, false},
+	{"pinned", EYTZ_CPU_VIEW_PINNED, false},
+	{NULL, 0, false}
+};
+
+/*
+ * A pinned view holds at most this share of shared_buffers: the rest stays
+ * for the heap and for other scans (pins of one index's pages by several
+ * scans share the buffers)
+ */
+#define PINNED_SHARE_DIVISOR 3
 
 void
 eytz_image_init(void)
@@ -68,6 +84,13 @@ eytz_image_init(void)
 							"0 keeps none: each join that needs an image loads its own.",
 							&eytz_image_cache_limit_mb, 1024, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomEnumVariable("eytzgpu.cpu_view",
+							 "Which CPU view of an eytzgpu index a join searches.",
+							 "auto: the index pages pinned in shared buffers where they fit a third "
+							 "of shared_buffers and no image is cached, else the backend's image; "
+							 "image: always the image; pinned: the pinned pages wherever they fit.",
+							 &eytz_cpu_view, EYTZ_CPU_VIEW_AUTO, cpu_view_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 static MemoryContext image_cxt = NULL;
@@ -92,7 +115,11 @@ static void
 image_free(EytzCacheEntry *entry)
 {
 	EytzImage  *image = (EytzImage *) entry;
+	uint32		i;
 
+	for (i = 0; i < image->nbufs; i++)
+		ReleaseBuffer(image->bufs[i]);
+	image->nbufs = 0;
 	if (image->seg)
 		dsm_detach(image->seg);
 	MemoryContextDelete(image->cxt);
@@ -250,6 +277,8 @@ eytz_image_shared_size(Relation index, const EytzMetaPageData *meta)
 	EytzInclude inc;
 	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
 
+	if (eytz_view_pinned_ok(index, meta))
+		return 0;
 	eytz_include_get(index, &inc);
 	return shared_layout(meta, &inc, off);
 }
@@ -493,6 +522,115 @@ eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
 	return true;
 }
 
+bool
+eytz_image_pages_ok(const EytzMetaPageData *meta)
+{
+	uint64		pages = (uint64) meta->nkeypages + meta->ntidpages;
+
+	return eytz_cpu_view != EYTZ_CPU_VIEW_IMAGE &&
+		meta->nentries > 0 && meta->nentries < PG_UINT32_MAX &&
+		pages <= (uint64) NBuffers / PINNED_SHARE_DIVISOR;
+}
+
+/*
+ * What this backend's pinned views searched, per index generation: the
+ * keys, which decide when the image pays for its load (eytz_view_pinned_ok)
+ */
+#define PINNED_USES 16
+static EytzPinnedUse pinned_uses[PINNED_USES];
+static int	pinned_use_next = 0;
+
+EytzPinnedUse *
+eytz_image_pinned_use(Relation index, const EytzMetaPageData *meta, bool create)
+{
+	Oid			relid = RelationGetRelid(index);
+	Oid			file = EytzRelFileNumber(EytzRelationFile(index));
+	EytzPinnedUse *u;
+	int			i;
+
+	for (i = 0; i < PINNED_USES; i++)
+	{
+		u = &pinned_uses[i];
+		if (u->indexoid == relid && u->relfilenode == file &&
+			u->generation == meta->generation)
+			return u;
+	}
+	if (!create)
+		return NULL;
+	u = &pinned_uses[pinned_use_next];
+	pinned_use_next = (pinned_use_next + 1) % PINNED_USES;
+	u->indexoid = relid;
+	u->relfilenode = file;
+	u->generation = meta->generation;
+	u->keys = 0;
+	return u;
+}
+
+/*
+ * Pin the key and TID pages of the generation meta describes (read in this
+ * transaction with the index open: the pages stay that generation's until
+ * it ends), each checked as the image's load checks it.  Built in a
+ * context under the caller's until complete, so that an error frees it
+ * (and the resource owner drops the pins taken so far).
+ */
+EytzImage *
+eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "eytzgpu pinned layout view",
+											  ALLOCSET_SMALL_SIZES);
+	uint32		nbufs = meta->nkeypages + meta->ntidpages;
+	uint64		n = meta->nentries;
+	EytzImage  *image;
+	uint32		p;
+
+	Assert(eytz_image_pages_ok(meta));
+	image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
+	image->cxt = cxt;
+	image->img.meta = *meta;
+	image->index = index;
+	image->bufs = MemoryContextAlloc(cxt, sizeof(Buffer) * nbufs);
+	image->keypages = MemoryContextAlloc(cxt, sizeof(char *) * meta->nkeypages);
+	image->tidpages = MemoryContextAlloc(cxt, sizeof(ItemPointerData *) * meta->ntidpages);
+	for (p = 0; p < nbufs; p++)
+	{
+		bool		is_key = p < meta->nkeypages;
+		uint32		q = is_key ? p : p - meta->nkeypages;
+		BlockNumber blkno = is_key ? meta->keys_start + q : meta->tids_start + q;
+		uint64		first = (uint64) q * (is_key ? meta->keys_per_page : EYTZ_TIDS_PER_PAGE);
+		uint64		cnt = Min(is_key ? meta->keys_per_page : EYTZ_TIDS_PER_PAGE, n - first);
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		/* a bad page is reported with this one's pin held: the owner drops them all */
+		image->bufs[p] = buf;
+		image->nbufs = p + 1;
+		eytz_check_page(index, meta, page, blkno,
+						is_key ? EYTZ_PAGE_KEYS : EYTZ_PAGE_TIDS,
+						cnt * (is_key ? meta->key_width : sizeof(ItemPointerData)));
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (is_key)
+			image->keypages[q] = PageGetContents(page);
+		else
+			image->tidpages[q] = (const ItemPointerData *) PageGetContents(page);
+		if ((p & 255) == 255)
+			CHECK_FOR_INTERRUPTS();
+	}
+	image->use = eytz_image_pinned_use(index, meta, true);
+	image->ce.refcount = 1;
+	image->ce.cached = false;
+	MemoryContextSetParent(cxt, images_context());
+	return image;
+}
+
+void
+eytz_image_forget_pins(EytzImage *image)
+{
+	image->nbufs = 0;
+}
+
 /* qsort order of pending entries: key, then TID */
 static int
 pending_cmp(const void *a, const void *b)
@@ -624,38 +762,54 @@ typedef struct LevelStep
  * within the bounds its path sets when the image was loaded
  * (eytz_region_load; a worker's image is its leader's).
  */
-#define DEFINE_SORTED_SEARCH(NAME, KT, FANOUT) \
+/*
+ * The keys from slot pos on: in the image's flat array, or on the pinned
+ * view's key page (a page holds whole nodes: a node's keys are on one page).
+ * Uses the search's locals keys, kp (the pages) and kpp (keys per page).
+ */
+#define SLOT_KEYS(KT, PAGED, pos) \
+	((PAGED) ? (const KT *) kp[(pos) / kpp] + (pos) % kpp : keys + (pos))
+
+/* eytz_keys_per_page() as a constant, for the layouts a search is fixed for */
+#define KEYS_PER_PAGE(width, k) \
+	((uint64) (EYTZ_PAGE_CAPACITY / (width) - (EYTZ_PAGE_CAPACITY / (width)) % ((k) - 1)))
+
+#define DEFINE_SORTED_SEARCH(NAME, KT, FANOUT, PAGED, KPP) \
 /* The matches of row at one level from slot pos on; false when out is full */ \
 static inline bool \
-NAME##_level(const KT *keys, uint64 pos, uint64 end, uint64 hi, uint32 row, \
+NAME##_level(const KT *keys, const char *const *kp, uint64 kpp, uint64 pos, \
+			 uint64 end, uint64 hi, uint32 row, \
 			 uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *cnt) \
 { \
-	for (; pos < end && keys[pos] <= hi; pos++) \
+	for (; pos < end && *SLOT_KEYS(KT, PAGED, pos) <= hi; pos++) \
 	{ \
 		if (*cnt == limit) \
 			return false; \
 		out[*cnt].tid = pos; \
 		out[*cnt].row = row; \
 		if (mkeys) \
-			mkeys[*cnt] = keys[pos]; \
+			mkeys[*cnt] = *SLOT_KEYS(KT, PAGED, pos); \
 		(*cnt)++; \
 	} \
 	return true; \
 } \
 \
 static uint32 \
-NAME(const EytzLayoutImage *img, const uint64 *level_end, \
+NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *packed, uint64 base, \
-	 const uint64 *qhi, uint32 nq, uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n) \
+	 const uint64 *qhi, uint32 nq, uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n, \
+	 uint64 *bad_slot) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	const uint32 k = FANOUT ? FANOUT : img->meta.fanout; \
+	const uint64 kpp = KPP ? KPP : img->meta.keys_per_page; \
 	uint32		levels = img->meta.levels; \
 	LevelStep	step[EYTZ_MAX_LEVELS]; \
 	uint32		depth = 0; \
 	uint32		cnt = *n; \
 	uint32		q; \
 	uint64		prev_lo = 0; \
+	bool		bad = false; \
 \
 	for (q = 0; q < nq; q++) \
 	{ \
@@ -686,7 +840,7 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, \
 		{ \
 			if (step[m].first == NO_SLOT || step[m].first_key > hi) \
 				continue; \
-			if (!NAME##_level(keys, step[m].first, level_end[m], hi, row, limit, out, mkeys, &cnt)) \
+			if (!NAME##_level(keys, kp, kpp, step[m].first, level_end[m], hi, row, limit, out, mkeys, &cnt)) \
 				goto full; \
 		} \
 		s = l == 0 ? 0 : step[l - 1].child; \
@@ -716,7 +870,7 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, \
 				 * neighbours without branches (which way a search goes is \
 				 * a coin toss: a branch on it mispredicts every other level) \
 				 */ \
-				const KT   *nk = &keys[s]; \
+				const KT   *nk = SLOT_KEYS(KT, PAGED, s); \
 				uint32		c; \
 				uint64		below, \
 							above, \
@@ -726,6 +880,19 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, \
 				_Pragma("GCC unroll 16") \
 				for (c = 0; c < k - 1; c++) \
 					j += nk[c] < lo; \
+				/* pages are not checked ahead: each node on the way, here */ \
+				if (PAGED) \
+				{ \
+					bool		b = nk[0] < lb || nk[k - 2] > ub; \
+\
+					for (c = 1; c < k - 1; c++) \
+						b |= nk[c] < nk[c - 1]; \
+					if (unlikely(b) && !bad) \
+					{ \
+						bad = true; \
+						*bad_slot = s; \
+					} \
+				} \
 				below = nk[j - (j > 0)]; \
 				above = nk[j - (j == k - 1)]; \
 				/* selects by masks: a compiler turns "j > 0 ? x : y" into a branch */ \
@@ -735,17 +902,31 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, \
 				ub = (above & mask) | (ub & ~mask); \
 				pos = s + j; \
 				/* past the node's keys the level goes on in the next node */ \
-				first_key = keys[Min(pos, end - 1)]; \
+				first_key = *SLOT_KEYS(KT, PAGED, Min(pos, end - 1)); \
 			} \
 			else \
 			{ \
 				/* the partial node at the end of the bottom level */ \
-				while (s + j < end && keys[s + j] < lo) \
+				if (PAGED) \
+				{ \
+					uint64		t; \
+\
+					for (t = s; t < end; t++) \
+						if (unlikely((*SLOT_KEYS(KT, PAGED, t) < lb || \
+									  *SLOT_KEYS(KT, PAGED, t) > ub || \
+									  (t > s && *SLOT_KEYS(KT, PAGED, t) < \
+									   *SLOT_KEYS(KT, PAGED, t - 1))) && !bad)) \
+						{ \
+							bad = true; \
+							*bad_slot = s; \
+						} \
+				} \
+				while (s + j < end && *SLOT_KEYS(KT, PAGED, s + j) < lo) \
 					j++; \
 				if (j > 0) \
-					lb = keys[s + j - 1]; \
+					lb = *SLOT_KEYS(KT, PAGED, s + j - 1); \
 				pos = s + j; \
-				first_key = pos < end ? keys[pos] : 0; \
+				first_key = pos < end ? *SLOT_KEYS(KT, PAGED, pos) : 0; \
 				if (pos < end) \
 					ub = Min(ub, first_key); \
 			} \
@@ -756,11 +937,11 @@ NAME(const EytzLayoutImage *img, const uint64 *level_end, \
 			step[l].lb = lb; \
 			step[l].ub = ub; \
 			if (unlikely(pos < end && first_key <= hi) && \
-				!NAME##_level(keys, pos, end, hi, row, limit, out, mkeys, &cnt)) \
+				!NAME##_level(keys, kp, kpp, pos, end, hi, row, limit, out, mkeys, &cnt)) \
 				goto full; \
 			/* the next queries come to the slots right of this node */ \
 			if (s + EYTZ_STREAM_AHEAD < end) \
-				__builtin_prefetch(&keys[s + EYTZ_STREAM_AHEAD]); \
+				__builtin_prefetch(SLOT_KEYS(KT, PAGED, s + EYTZ_STREAM_AHEAD)); \
 			s = eytz_child(s, j, k); \
 			step[l].child = s; \
 		} \
@@ -771,22 +952,103 @@ full: \
 		break; \
 	} \
 	*n = cnt; \
+	if (PAGED && bad) \
+		return 0; \
 	return q; \
 }
 
 typedef uint32 (*SortedSearch) (const EytzLayoutImage *img,
-								const uint64 *level_end, const EytzMatch *order,
+								const char *const *kp, const uint64 *level_end, const EytzMatch *order,
 								const uint64 *packed, uint64 base,
 								const uint64 *qhi,
 								uint32 nq, uint32 limit,
-								EytzMatch *out, uint64 *mkeys, uint32 *n);
+								EytzMatch *out, uint64 *mkeys, uint32 *n,
+								uint64 *bad_slot);
 
-DEFINE_SORTED_SEARCH(sorted_search_4, uint32, 0)
-DEFINE_SORTED_SEARCH(sorted_search_8, uint64, 0)
-DEFINE_SORTED_SEARCH(sorted_search_4_ebs, uint32, 2)
-DEFINE_SORTED_SEARCH(sorted_search_8_ebs, uint64, 2)
-DEFINE_SORTED_SEARCH(sorted_search_4_eks9, uint32, EYTZ_DEFAULT_FANOUT)
-DEFINE_SORTED_SEARCH(sorted_search_8_eks9, uint64, EYTZ_DEFAULT_FANOUT)
+DEFINE_SORTED_SEARCH(sorted_search_4, uint32, 0, false, 0)
+DEFINE_SORTED_SEARCH(sorted_search_8, uint64, 0, false, 0)
+DEFINE_SORTED_SEARCH(sorted_search_4_ebs, uint32, 2, false, 0)
+DEFINE_SORTED_SEARCH(sorted_search_8_ebs, uint64, 2, false, 0)
+DEFINE_SORTED_SEARCH(sorted_search_4_eks9, uint32, EYTZ_DEFAULT_FANOUT, false, 0)
+DEFINE_SORTED_SEARCH(sorted_search_8_eks9, uint64, EYTZ_DEFAULT_FANOUT, false, 0)
+/* the pinned view's: the default fan-outs with their keys per page fixed */
+DEFINE_SORTED_SEARCH(paged_search_4, uint32, 0, true, 0)
+DEFINE_SORTED_SEARCH(paged_search_8, uint64, 0, true, 0)
+DEFINE_SORTED_SEARCH(paged_search_4_ebs, uint32, 2, true, KEYS_PER_PAGE(4, 2))
+DEFINE_SORTED_SEARCH(paged_search_8_ebs, uint64, 2, true, KEYS_PER_PAGE(8, 2))
+DEFINE_SORTED_SEARCH(paged_search_4_eks9, uint32, EYTZ_DEFAULT_FANOUT, true,
+					 KEYS_PER_PAGE(4, EYTZ_DEFAULT_FANOUT))
+DEFINE_SORTED_SEARCH(paged_search_8_eks9, uint64, EYTZ_DEFAULT_FANOUT, true,
+					 KEYS_PER_PAGE(8, EYTZ_DEFAULT_FANOUT))
+
+/*
+ * The pinned view's resolve_tids: the TID pages are pinned, not locked.
+ * VACUUM tombstones entries of a TID page in place, but only while it holds
+ * the metapage exclusively and counts them there (eytzvacuum.c): so when
+ * the metapage shows the same generation and tombstone count before and
+ * after the reads, no write overlapped them and each TID read is whole.
+ * Otherwise they are read again, each under its page's share lock.  The
+ * slots wait in "unused" meanwhile (a pinned view has fewer than 2^32).
+ */
+static uint32
+resolve_page_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n)
+{
+	const ItemPointerData *const *tp = image->tidpages;
+	EytzMetaPageData before,
+				after;
+	uint32		i,
+				out = from;
+
+	eytz_read_meta(image->index, &before);
+	for (i = from; i < n; i++)
+	{
+		uint64		slot = m[i].tid;
+		ItemPointerData t;
+
+		if (i + EYTZ_RESOLVE_AHEAD < n)
+		{
+			uint64		ahead = m[i + EYTZ_RESOLVE_AHEAD].tid;
+
+			__builtin_prefetch(&tp[ahead / EYTZ_TIDS_PER_PAGE][ahead % EYTZ_TIDS_PER_PAGE]);
+		}
+		t = tp[slot / EYTZ_TIDS_PER_PAGE][slot % EYTZ_TIDS_PER_PAGE];
+		m[i].unused = (uint32) slot;
+		m[i].tid = eytz_tid_pack(&t);
+	}
+	eytz_read_meta(image->index, &after);
+	if (after.generation != before.generation || after.ndead != before.ndead)
+	{
+		for (i = from; i < n; i++)
+		{
+			uint64		slot = m[i].unused;
+			Buffer		buf = image->bufs[image->img.meta.nkeypages + slot / EYTZ_TIDS_PER_PAGE];
+			ItemPointerData t;
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			t = tp[slot / EYTZ_TIDS_PER_PAGE][slot % EYTZ_TIDS_PER_PAGE];
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			m[i].tid = eytz_tid_pack(&t);
+		}
+	}
+	for (i = from; i < n; i++)
+	{
+		uint64		t = m[i].tid;
+		OffsetNumber off = eytz_tid_offset(t);
+
+		if (eytz_tid_block(t) == InvalidBlockNumber)
+			continue;
+		if (off < FirstOffsetNumber || off > MaxHeapTuplesPerPage)
+			EYTZ_CORRUPT(image->index,
+						 image->img.meta.tids_start + m[i].unused / EYTZ_TIDS_PER_PAGE,
+						 "TID (%u,%u) has an offset outside 1..%d.",
+						 eytz_tid_block(t), (unsigned) off, (int) MaxHeapTuplesPerPage);
+		m[out].tid = t;
+		m[out].row = m[i].row;
+		m[out].unused = out;
+		out++;
+	}
+	return out;
+}
 
 uint32
 eytz_image_search(const EytzImage *image,
@@ -797,6 +1059,7 @@ eytz_image_search(const EytzImage *image,
 	const EytzLayoutImage *img = &image->img;
 	uint64		level_end[EYTZ_MAX_LEVELS];
 	uint64	   *mkeys;
+	uint64		bad_slot = NO_SLOT;
 	SortedSearch search;
 	uint32		first = *nout;
 	uint32		done;
@@ -812,7 +1075,22 @@ eytz_image_search(const EytzImage *image,
 		level_end[l] = eytz_level_end(l, img->meta.fanout, img->meta.nentries);
 	mkeys = stage ? stage->keys : NULL;
 	/* the fan-outs a layout gets by default have a search of their own */
-	if (img->meta.key_width == 4)
+	if (image->keypages)
+	{
+		bool		fixed = img->meta.keys_per_page ==
+			eytz_keys_per_page(img->meta.key_width, img->meta.fanout);
+
+		Assert(stage == NULL);
+		if (img->meta.key_width == 4)
+			search = fixed && img->meta.fanout == 2 ? paged_search_4_ebs :
+				fixed && img->meta.fanout == EYTZ_DEFAULT_FANOUT ? paged_search_4_eks9 :
+				paged_search_4;
+		else
+			search = fixed && img->meta.fanout == 2 ? paged_search_8_ebs :
+				fixed && img->meta.fanout == EYTZ_DEFAULT_FANOUT ? paged_search_8_eks9 :
+				paged_search_8;
+	}
+	else if (img->meta.key_width == 4)
 		search = img->meta.fanout == 2 ? sorted_search_4_ebs :
 			img->meta.fanout == EYTZ_DEFAULT_FANOUT ? sorted_search_4_eks9 :
 			sorted_search_4;
@@ -820,10 +1098,20 @@ eytz_image_search(const EytzImage *image,
 		search = img->meta.fanout == 2 ? sorted_search_8_ebs :
 			img->meta.fanout == EYTZ_DEFAULT_FANOUT ? sorted_search_8_eks9 :
 			sorted_search_8;
-	done = search(img, level_end, packed ? NULL : order + start,
+	done = search(img, image->keypages, level_end, packed ? NULL : order + start,
 				  packed ? packed + start : NULL, base, hi, nq - start, max,
-				  out, mkeys, nout);
-	*nout = resolve_tids(image, out, first, *nout, stage,
-						 slots && img->meta.ndead == 0);
+				  out, mkeys, nout, &bad_slot);
+	if (bad_slot != NO_SLOT)
+		EYTZ_CORRUPT(image->index, img->meta.keys_start + bad_slot / img->meta.keys_per_page,
+					 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.",
+					 bad_slot);
+	if (image->keypages)
+	{
+		*nout = resolve_page_tids(image, out, first, *nout);
+		image->use->keys += done;
+	}
+	else
+		*nout = resolve_tids(image, out, first, *nout, stage,
+							 slots && img->meta.ndead == 0);
 	return done;
 }

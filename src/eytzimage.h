@@ -40,7 +40,23 @@ typedef struct EytzImage
 	bool		no_kept;		/* a private image that found no room in the
 								 * main shared memory */
 	uint64		kept_queries;	/* kept: parallel queries it served */
+	/* a pinned view (eytz_image_pin_pages): the index's own pages */
+	Relation	index;			/* whose metapage the TID reads recheck */
+	Buffer	   *bufs;			/* the key pages, then the TID pages */
+	uint32		nbufs;			/* pinned now (0: none, or forgotten) */
+	const char **keypages;		/* per key page: its keys */
+	const ItemPointerData **tidpages;	/* per TID page: its TIDs */
+	struct EytzPinnedUse *use;	/* the backend's record of the generation */
 } EytzImage;
+
+/* Keys a backend's pinned views of one index generation searched */
+typedef struct EytzPinnedUse
+{
+	Oid			indexoid;
+	Oid			relfilenode;
+	uint64		generation;
+	double		keys;
+} EytzPinnedUse;
 
 
 /* Is this generation of index's image cached (no pin taken)? */
@@ -81,7 +97,8 @@ extern void eytz_image_invalidate(Oid indexoid);
  *
  * Else the leader copies its cached image into the query's shared memory
  * and each worker copies it into its own: eytz_image_shared_size: the
- * bytes of the shared copy; eytz_image_export: copy this generation's
+ * bytes of the shared copy, 0 when the workers rather pin the index's
+ * pages (eytz_image_pages_ok: no copy at all); eytz_image_export: copy this generation's
  * cached image to dst and its own metapage (as read at its load) to
  * *image_meta, false when none is cached; eytz_image_import (in a worker,
  * image_meta the exported one): cache a copy of the shared one at src.
@@ -112,6 +129,41 @@ typedef enum EytzParallelImage
 } EytzParallelImage;
 extern int	eytz_parallel_image;
 extern bool eytz_image_in_place(const void *src, Size bytes);
+
+/*
+ * GUC eytzgpu.cpu_view: which CPU view answers a join that the image
+ * would: auto (the cheapest: the index's pages pinned in shared buffers
+ * where they fit the pin budget and no image is cached, else the image),
+ * image (always the backend's image), pinned (the pinned pages wherever
+ * they fit the budget).
+ */
+typedef enum EytzCpuView
+{
+	EYTZ_CPU_VIEW_AUTO,
+	EYTZ_CPU_VIEW_IMAGE,
+	EYTZ_CPU_VIEW_PINNED
+} EytzCpuView;
+extern int	eytz_cpu_view;
+
+/*
+ * The pinned view: the layout's key and TID pages pinned in shared buffers
+ * for one scan and searched in place through per-page pointers (no load,
+ * no copy; parallel workers pin the same buffers).  An EytzImage whose
+ * keypages/tidpages stand for img.keys/img.tids, uncached: its release
+ * unpins the pages.  eytz_image_pages_ok: whether this generation's view
+ * fits the budget (a third of shared_buffers) and the setting allows it.
+ * The page headers are checked when pinned, each node on a search's way
+ * (its keys ascend within the bounds of its path) and each TID as they are
+ * read: a damaged page raises XX002 as an image's load does.
+ * eytz_image_pinned_use: the backend's record of what pinned views of
+ * index's generation searched (NULL if none and not create).  On error the resource owner has
+ * released the pins: eytz_image_forget_pins before the release.
+ */
+extern bool eytz_image_pages_ok(const EytzMetaPageData *meta);
+extern EytzImage *eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta);
+extern void eytz_image_forget_pins(EytzImage *image);
+extern EytzPinnedUse *eytz_image_pinned_use(Relation index, const EytzMetaPageData *meta,
+											bool create);
 
 /* Pending entries sorted by (key, TID) */
 extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);

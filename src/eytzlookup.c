@@ -12,6 +12,11 @@
  *	  cold start;
  *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per
  *	  generation and cached per backend, searched at memory speed;
+ *	- the layout's own pages pinned in shared buffers for the scan
+ *	  (EYTZ_VIEW_PINNED, eytzimage.c), searched as the image is through
+ *	  per-page pointers: no load, so a fresh backend or a parallel worker
+ *	  starts at once; within a third of shared_buffers, and not for
+ *	  index-only joins (their included values come from the image);
  *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image,
  *	  or with shared_preload_libraries the eytzgpu service's one copy for
  *	  all backends (eytzservice.c), answering through shared memory;
@@ -360,6 +365,8 @@ view_unpin_cb(void *arg)
 	r->tidbuf = InvalidBuffer;
 	for (c = 0; c < r->inc.ncols; c++)
 		r->valbuf[c] = r->nullbuf[c] = InvalidBuffer;
+	if (lk->image)
+		eytz_image_forget_pins(lk->image);
 	view_unpin(lk);
 }
 
@@ -432,7 +439,11 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 			lk->kind = EYTZ_VIEW_IMAGE;
 		}
 	}
-	if (lk->kind == EYTZ_VIEW_IMAGE)
+	if (lk->kind == EYTZ_VIEW_PINNED && (lk->want || !eytz_image_pages_ok(&lk->meta)))
+		lk->kind = EYTZ_VIEW_IMAGE;
+	if (lk->kind == EYTZ_VIEW_PINNED)
+		lk->image = eytz_image_pin_pages(lk->index, &lk->meta);
+	else if (lk->kind == EYTZ_VIEW_IMAGE)
 		lk->image = lk->want ? eytz_image_acquire_current(lk->index, &lk->meta) :
 			eytz_image_acquire(lk->index, &lk->meta);
 	eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
@@ -443,7 +454,8 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 	lk->pinned = true;
 	lk->stats.device = lk->svc ? eytz_service_device_name(lk->svc) :
 		lk->kind == EYTZ_VIEW_GPU ? "gpu" :
-		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" : "cpu (index pages)";
+		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" :
+		lk->kind == EYTZ_VIEW_PINNED ? "cpu (pinned pages)" : "cpu (index pages)";
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	lk->stats.acquire_ms += INSTR_TIME_GET_MILLISEC(t1);
@@ -490,7 +502,7 @@ choose_view(EytzLookup *lk, double nkeys)
 		}
 	}
 	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-					 gpu_ok, gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
+					 !lk->want && eytz_view_pinned_ok(lk->index, &meta), gpu_ok, gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
 										eytz_device_resident(lk->index, meta.generation)),
 					 Max(nkeys, 1.0), &startup, &per_key);
 }
@@ -825,7 +837,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		walk_start(lk, lk->lo[lk->next], lk->hi[lk->next], lk->rows[lk->next]);
 		return true;
 	}
-	if (lk->kind == EYTZ_VIEW_IMAGE)
+	if (lk->kind == EYTZ_VIEW_IMAGE || lk->kind == EYTZ_VIEW_PINNED)
 	{
 		uint32		done = eytz_image_search(lk->image, lk->order,
 											 lk->packed, lk->lo_min, lk->next,
@@ -1047,8 +1059,11 @@ eytz_lookup_want_columns(EytzLookup *lk, uint32 mask)
 		if (mask & (1U << c))
 			lk->stage.cols[j++] = c;
 	lk->stage.ncols = j;
-	if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||
-		(lk->gpu && eytz_device_ndead(lk->gpu) < lk->meta.ndead))
+	/* the pinned view has no included values: another view answers */
+	if (lk->kind == EYTZ_VIEW_PINNED)
+		pin_view(lk, choose_view(lk, lk->expected_keys));
+	else if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||
+			 (lk->gpu && eytz_device_ndead(lk->gpu) < lk->meta.ndead))
 		pin_view(lk, lk->kind);
 }
 

@@ -4,8 +4,8 @@
  *		eytzgpu index's entries (implemented in eytzlookup.c).
  *
  * A scan pins one generation-consistent view of the index (the GPU copy, the
- * CPU layout image or the index pages through the buffer manager, plus the
- * pending list), submits batches of key ranges and reads back each batch's
+ * CPU layout image, the layout's pages pinned in shared buffers or the
+ * index pages through the buffer manager, plus the pending list), submits batches of key ranges and reads back each batch's
  * matches as (heap TID, batch row) pairs sorted by TID, tombstones dropped,
  * in chunks of at most the size the caller asks for, so that memory stays
  * bounded whatever the duplicates.  Which device answers, the fallback from
@@ -39,7 +39,8 @@
 /* What a view did so far (EXPLAIN ANALYZE) */
 typedef struct EytzLookupStats
 {
-	const char *device;			/* what answered: "gpu", "cpu", "cpu (index pages)" */
+	const char *device;			/* what answered: "gpu", "cpu", "cpu (pinned
+								 * pages)", "cpu (index pages)" */
 	const char *cpu_reason;		/* why the CPU answered although a GPU was
 								 * allowed, or NULL */
 	uint64		batches;
@@ -186,11 +187,17 @@ typedef enum EytzViewKind
 {
 	EYTZ_VIEW_PAGES,			/* the index pages, through shared buffers */
 	EYTZ_VIEW_IMAGE,			/* the CPU image */
+	EYTZ_VIEW_PINNED,			/* the layout's pages pinned in shared buffers,
+								 * searched as the image is (eytzimage.h) */
 	EYTZ_VIEW_GPU				/* the GPU copy */
 } EytzViewKind;
 
+/* May a scan of index pin the layout's pages now (eytzlookupcost.c)? */
+extern bool eytz_view_pinned_ok(Relation index, const EytzMetaPageData *meta);
+
 extern EytzViewKind eytz_view_cost(const EytzMetaPageData *meta,
-								   bool image_resident, bool gpu_ok,
+								   bool image_resident, bool pinned_ok,
+								   bool gpu_ok,
 								   bool gpu_resident, double nkeys,
 								   Cost *startup, Cost *per_key);
 

@@ -10,6 +10,8 @@
 #include <math.h>
 
 #include "access/genam.h"
+#include "access/relation.h"
+#include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "utils/rel.h"
 
@@ -29,13 +31,23 @@
  * operator per comparison of its node (log2(k)), as measured for EBS (2M
  * keys, 21 levels: 100 ns a key) and EKS (k = 9, 8M keys: 95 ns a key).  A key
  * searched through the pages costs 70 operators more per level (the buffer
- * access); loading the image 350 operators per page.  So a join of fewer
- * than about 15,000 keys reads the pages, a larger one loads.  The GPU: next
+ * access); loading the image 1,500 operators per page (a fresh backend's
+ * load on the 2-core machine, page faults of its new memory included:
+ * bench/cold_start.sh).  So a join of fewer than about 60,000 keys reads
+ * the pages, a larger one loads, unless the pages can be pinned (below).  The GPU: next
  * to nothing per key once resident, the upload about 400 operators (4 us)
  * per MB over PCIe.
  */
 #define PAGE_ACCESS_OPS		70.0
-#define PAGE_LOAD_OPS		350.0
+#define PAGE_LOAD_OPS		1500.0
+/*
+ * The pinned view (eytzimage.h): a pin and a header check per page, and a
+ * key walks the same levels as in the image with one more load (the
+ * page's pointer) and a division by a constant per level
+ */
+#define PAGE_PIN_OPS		30.0
+#define PINNED_LEVEL_OPS	0.2
+
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
 /* a parallel worker's copy of the image the leader shares: 100 us a MB */
@@ -70,6 +82,50 @@ image_load_cost(const EytzMetaPageData *meta)
 	return cpu_operator_cost * PAGE_LOAD_OPS * (meta->nkeypages + meta->ntidpages);
 }
 
+/* Pinning the layout's pages */
+static Cost
+pin_cost(const EytzMetaPageData *meta)
+{
+	return cpu_operator_cost * PAGE_PIN_OPS * (meta->nkeypages + meta->ntidpages);
+}
+
+static Cost
+pinned_key_cost(const EytzMetaPageData *meta)
+{
+	return image_key_cost(meta) + cpu_operator_cost * PINNED_LEVEL_OPS * levels_of(meta);
+}
+
+/*
+ * May a scan of index (meta: its generation) pin the layout's pages?  Within
+ * the budget (eytz_image_pages_ok); with eytzgpu.cpu_view = auto also only
+ * while the layout and the heap fit shared_buffers together (pinned pages
+ * that push the heap's out cost more heap reads than the image's load), and
+ * until this backend's pinned scans of the generation have searched enough
+ * keys that their extra cost over the image's would have paid its load:
+ * from then on the image is loaded once and cached (a rent-or-buy choice,
+ * at most twice the cost of knowing the future).
+ */
+bool
+eytz_view_pinned_ok(Relation index, const EytzMetaPageData *meta)
+{
+	EytzPinnedUse *use;
+	Relation	heap;
+	double		heap_pages;
+
+	if (!eytz_image_pages_ok(meta))
+		return false;
+	if (eytz_cpu_view == EYTZ_CPU_VIEW_PINNED)
+		return true;
+	use = eytz_image_pinned_use(index, meta, false);
+	if (use && use->keys * (pinned_key_cost(meta) - image_key_cost(meta)) >=
+		image_load_cost(meta))
+		return false;
+	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
+	heap_pages = Max(RelationGetForm(heap)->relpages, 0);
+	relation_close(heap, NoLock);
+	return heap_pages + meta->nkeypages + meta->ntidpages <= NBuffers;
+}
+
 /* Uploading the image to the GPU: by the megabytes it copies */
 static Cost
 gpu_upload_cost(const EytzMetaPageData *meta)
@@ -87,25 +143,35 @@ pending_key_cost(const EytzMetaPageData *meta)
 
 /*
  * The cheapest view for nkeys keys, given what is resident: its kind, its
- * startup (load) cost and its cost per key.  The GPU is considered only
- * when gpu_ok.
+ * startup (load) cost and its cost per key.  The pinned pages are
+ * considered only when pinned_ok (eytz_image_pages_ok), instead of the
+ * image where eytzgpu.cpu_view = pinned; the GPU only when gpu_ok.
  */
 EytzViewKind
-eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool gpu_ok,
-		  bool gpu_resident, double nkeys, Cost *startup, Cost *per_key)
+eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok,
+			   bool gpu_ok, bool gpu_resident, double nkeys, Cost *startup,
+			   Cost *per_key)
 {
 	Cost		pages_total = nkeys * pages_key_cost(meta);
 	Cost		image_start = image_resident ? 0 : image_load_cost(meta);
 	Cost		image_total = image_start + nkeys * image_key_cost(meta);
+	bool		image_ok = !pinned_ok || eytz_cpu_view != EYTZ_CPU_VIEW_PINNED;
 	EytzViewKind	kind = EYTZ_VIEW_PAGES;
 
 	*startup = 0;
 	*per_key = pages_key_cost(meta);
-	if (image_total < pages_total)
+	if (image_ok && image_total < pages_total)
 	{
 		kind = EYTZ_VIEW_IMAGE;
 		*startup = image_start;
 		*per_key = image_key_cost(meta);
+	}
+	if (pinned_ok &&
+		pin_cost(meta) + nkeys * pinned_key_cost(meta) < *startup + nkeys * *per_key)
+	{
+		kind = EYTZ_VIEW_PINNED;
+		*startup = pin_cost(meta);
+		*per_key = pinned_key_cost(meta);
 	}
 	if (gpu_ok)
 	{
@@ -132,7 +198,9 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 	bool		service = eytz_service_owns_gpu();
 	bool		gpu_ok;
 	bool		resident;
+	bool		pinned_ok;
 	bool		shared;
+	EytzViewKind kind;
 
 	eytz_read_meta(index, &meta);
 
@@ -140,33 +208,34 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 	 * A parallel worker uses the GPU only through the service (as
 	 * choose_view decides) and starts with nothing resident: it takes up the
 	 * image the leader shares when the leader (this backend) has it cached
-	 * (eytzjoinexec.c: searched in place, or copied), else loads its own,
-	 * first touching the index's shared buffers.  The service's copy serves
-	 * every backend.
+	 * and the workers would not rather pin the pages (eytzjoinexec.c:
+	 * searched in place, or copied), else pins the pages or loads its own
+	 * image, first touching the index's shared buffers.  The service's
+	 * copy serves every backend.
 	 */
 	gpu_ok = eytz_device_mode != EYTZ_DEVICE_CPU &&
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
 	resident = eytz_image_resident(index, meta.generation);
-	shared = fresh_backend && !gpu_ok && resident;
+	pinned_ok = eytz_view_pinned_ok(index, &meta);
+	shared = fresh_backend && !gpu_ok && resident &&
+		(!pinned_ok ||
+		 eytz_image_in_place(NULL, (Size) meta.nentries * (meta.key_width + sizeof(uint64))));
 	*touch_bytes = 0;
-	if (eytz_view_cost(&meta, resident && (shared || !fresh_backend),
-					   gpu_ok,
-					   gpu_ok && (service ? eytz_service_resident(index, &meta) :
-								  eytz_device_resident(index, meta.generation)),
-					   Max(nkeys, 1.0), startup_cost, per_key_cost) == EYTZ_VIEW_IMAGE &&
-		fresh_backend)
+	kind = eytz_view_cost(&meta, resident && (shared || !fresh_backend),
+						  pinned_ok && !shared, gpu_ok,
+						  gpu_ok && (service ? eytz_service_resident(index, &meta) :
+									 eytz_device_resident(index, meta.generation)),
+						  Max(nkeys, 1.0), startup_cost, per_key_cost);
+	if (fresh_backend && kind == EYTZ_VIEW_IMAGE && shared)
 	{
-		if (shared)
-		{
-			Size		bytes = eytz_image_shared_size(index, &meta);
+		Size		bytes = eytz_image_shared_size(index, &meta);
 
-			*touch_bytes = bytes;
-			if (!eytz_image_in_place(NULL, bytes))
-				*startup_cost += cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0);
-		}
-		else
-			*touch_bytes = (double) (meta.nkeypages + meta.ntidpages) * BLCKSZ;
+		*touch_bytes = bytes;
+		if (!eytz_image_in_place(NULL, bytes))
+			*startup_cost += cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0);
 	}
+	else if (fresh_backend && (kind == EYTZ_VIEW_IMAGE || kind == EYTZ_VIEW_PINNED))
+		*touch_bytes = (double) (meta.nkeypages + meta.ntidpages) * BLCKSZ;
 	index_close(index, AccessShareLock);
 }

@@ -49,19 +49,26 @@ $reference{$_} = $node->safe_psql('postgres',
 	"SET enable_indexscan = off; SET enable_bitmapscan = off; $_")
   foreach @queries;
 
-# the join over the index, answered through the pages and through the image
+# the join over the index, answered through the pages, through the image and
+# through the pages pinned in shared buffers
 my $join_settings = 'SET enable_hashjoin = off; SET enable_mergejoin = off; '
   . 'SET enable_nestloop = off; SET max_parallel_workers_per_gather = 0; '
   . 'SET eytzgpu.device = cpu; SET eytzgpu.image_cache_limit = 0;';
 my %joins = (
 	'cpu (index pages)' =>
 	  'SELECT count(*), sum(t.v) FROM o_few o JOIN t ON t.k = o.k',
-	'cpu' => 'SELECT count(*), sum(t.v) FROM o_many o JOIN t ON t.k = o.k',);
+	'cpu' => 'SELECT count(*), sum(t.v) FROM o_many o JOIN t ON t.k = o.k',
+	'cpu (pinned pages)' =>
+	  'SELECT count(*), sum(t.v) FROM o_many o JOIN t ON t.k = o.k',);
+my %view = (
+	'cpu (index pages)' => 'SET eytzgpu.cpu_view = image;',
+	'cpu' => 'SET eytzgpu.cpu_view = image;',
+	'cpu (pinned pages)' => 'SET eytzgpu.cpu_view = pinned;',);
 foreach my $device (sort keys %joins)
 {
 	my $q = $joins{$device};
 	my $plan = $node->safe_psql('postgres',
-		"$join_settings EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q");
+		"$join_settings $view{$device} EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q");
 	like($plan, qr/Device: \Q$device\E\n/, "the join reads the index as $device");
 	$reference{$q} = $node->safe_psql('postgres',
 		"SET eytzgpu.enable_join = off; $q");
@@ -135,7 +142,7 @@ foreach my $case (@cases)
 	foreach my $device (sort keys %joins)
 	{
 		my $q = $joins{$device};
-		my ($state, $out) = run("$join_settings $q");
+		my ($state, $out) = run("$join_settings $view{$device} $q");
 		ok( $state eq ''
 			? $out eq $reference{$q}
 			: $state =~ /^XX00[12]$/,

@@ -59,8 +59,10 @@ $node->safe_psql(
 	VACUUM ANALYZE pi, pc, po;
 });
 
+# (the image: eytzgpu.cpu_view = auto would search the pinned pages, 5. below)
 my $settings = q{
 	SET eytzgpu.device = cpu;
+	SET eytzgpu.cpu_view = image;
 	SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;
 	SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
 	SET min_parallel_table_scan_size = 0;
@@ -241,6 +243,29 @@ $node->restart;
 	is($uses, 'copied,copied', 'without min_dynamic_shared_memory: copied');
 	is($parallel, $reference, "without min_dynamic_shared_memory: parallel answer is PostgreSQL's");
 	like($plan, qr/Image Shared: copied/, 'without min_dynamic_shared_memory: the leader copies its image');
+}
+
+# ---- 5. the pinned pages (eytzgpu.cpu_view = auto, nothing cached): the
+# leader shares no image, each worker pins the index's pages itself
+for my $name ('plain', 'left_range')
+{
+	my $q = $joins{$name};
+	my $out = $node->safe_psql(
+		'postgres', qq{
+		$settings
+		SET eytzgpu.cpu_view = auto;
+		SET max_parallel_workers_per_gather = 2;
+		SET parallel_leader_participation = off;
+		EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q;
+		@{[ digest($q) ]}
+		SET eytzgpu.enable_join = off;
+		@{[ digest($q) ]}
+	});
+	my ($parallel, $reference) = grep { /^\d+\|-?\d+$/ } split /\n/, $out;
+	like($out, qr/Workers Launched: 2/, "pinned, $name: two workers");
+	unlike($out, qr/Image Shared: copied|Shared Image: copied/, "pinned, $name: no copy of an image");
+	like($out, qr/Device: cpu \(pinned pages\)/, "pinned, $name: the pinned pages answer");
+	is($parallel, $reference, "pinned, $name: parallel answer is PostgreSQL's");
 }
 
 $node->stop;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench/cold_start.sh [ROUNDS]: a fresh backend's first EytzGPU Join against
+# its second, per CPU view (eytzgpu.cpu_view = auto: the pinned index pages
+# where they fit; image: the backend's own image, loaded by its first join).
+# Two shapes: the demo's (2M inner rows, keys 1..N in random heap order, 200k
+# outer keys drawn from them) and the held-out one (4M inner rows, hashed
+# keys, 400k outer keys with repeats and 5% misses).  Each round runs, per
+# shape and view in alternation, one fresh backend that runs the serial join
+# (max_parallel_workers_per_gather = 0) three times; it prints the median
+# first, second and third times, the first/second ratio (target <= 1.2) and
+# the third against the image's third (warm: target <= 1.0 plus noise).
+# Needs a server reachable by psql with eytzgpu installed (CPU path: a build
+# without CUDA, or eytzgpu.device = cpu); creates and drops cs_* tables.
+set -euo pipefail
+ROUNDS=${1:-7}
+sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+sql -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" 2>/dev/null
+sql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS cs_inner_demo, cs_outer_demo, cs_inner_held, cs_outer_held"
+sql -c "CREATE TABLE cs_inner_demo AS SELECT g AS k, g % 1000 AS v FROM generate_series(1, 2000000) g ORDER BY random()" \
+	-c "CREATE TABLE cs_outer_demo AS SELECT (1 + floor(random() * 2000000))::int4 AS k FROM generate_series(1, 200000)" \
+	-c "CREATE TABLE cs_inner_held AS SELECT hashint4(g) AS k, g AS v FROM generate_series(1, 4000000) g" \
+	-c "SELECT setseed(0.42)" \
+	-c "CREATE TABLE cs_outer_held AS SELECT hashint4(CASE WHEN random() < 0.05 THEN 4000001 + g ELSE 1 + floor(random() * 4000000)::int4 END) AS k FROM generate_series(1, 400000) g"
+for set in demo held; do
+	sql -c "CREATE INDEX ON cs_inner_$set USING eytzgpu (k)" -c "VACUUM ANALYZE cs_inner_$set" -c "VACUUM ANALYZE cs_outer_$set"
+done
+
+# one fresh backend: "device first_ms second_ms third_ms"
+fresh() {
+	local set=$1 view=$2 q
+	q="EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(i.v) FROM cs_outer_$set o JOIN cs_inner_$set i ON i.k = o.k"
+	sql -c "SET max_parallel_workers_per_gather = 0" -c "SET eytzgpu.device = cpu" \
+		-c "SET eytzgpu.cpu_view = $view" -c "$q" -c "$q" -c "$q" |
+		awk '/Device:/ && !d { sub(/.*Device: /, ""); d = $0 } /Execution Time/ { t = t " " $3 }
+			END { gsub(/ /, "_", d); print d t }'
+}
+
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+declare -A R
+for set in demo held; do
+	q="SELECT count(*), sum(i.v) FROM cs_outer_$set o JOIN cs_inner_$set i ON i.k = o.k"
+	# tables and index in shared buffers (as far as they fit) first
+	sql -c "SET eytzgpu.enable_join = off" -c "$q" -c "RESET eytzgpu.enable_join" -c "$q" >/dev/null
+	for r in $(seq "$ROUNDS"); do
+		for view in auto image; do
+			R[$set,$view]+="$(fresh $set $view)"$'\n'
+		done
+	done
+done
+printf '%-5s %-6s %-24s %9s %9s %9s %8s %8s\n' shape view device first_ms second_ms third_ms 1st/2nd 3rd/img
+for set in demo held; do
+	img3=$(printf '%s' "${R[$set,image]}" | awk 'NF { print $4 }' | median)
+	for view in auto image; do
+		d=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $1 }' | sort | uniq -c | sort -rn | head -1 | awk '{ print $2 }')
+		f=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $2 }' | median)
+		s=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $3 }' | median)
+		t=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $4 }' | median)
+		printf '%-5s %-6s %-24s %9.1f %9.1f %9.1f %8.2f %8.2f\n' $set $view "$d" "$f" "$s" "$t" \
+			"$(echo "$f / $s" | bc -l)" "$(echo "$t / $img3" | bc -l)"
+	done
+done
+sql -c "DROP TABLE cs_inner_demo, cs_outer_demo, cs_inner_held, cs_outer_held"
