@@ -21,37 +21,43 @@
 #include "eytzservice.h"
 
 /*
- * Costs of the views, in operator evaluations (cpu_operator_cost each).
- * One operator is about 10 ns, the scale of PostgreSQL's own sequential
- * scan (a 2M-row table's seq scan runs at about 3.5 us per unit of cost on
- * the development VM, so cpu_operator_cost is about 9 ns there), which keeps
- * the join's costs comparable with PostgreSQL's plans.  A key searched in
- * the image: a batch's keys walk the levels together, so the top levels stay
- * in cache and the misses of many keys overlap; a level costs about half an
- * operator per comparison of its node (log2(k)), as measured for EBS (2M
- * keys, 21 levels: 100 ns a key) and EKS (k = 9, 8M keys: 95 ns a key).  A key
- * searched through the pages costs 70 operators more per level (the buffer
- * access); loading the image 1,500 operators per page (a fresh backend's
- * load on the 2-core machine, page faults of its new memory included:
- * bench/cold_start.sh).  So a join of fewer than about 60,000 keys reads
- * the pages, a larger one loads, unless the pages can be pinned (below).  The GPU: next
- * to nothing per key once resident, the upload about 400 operators (4 us)
- * per MB over PCIe.
+ * Costs of the views, in operator evaluations (cpu_operator_cost each),
+ * calibrated against PostgreSQL's own sequential scan on the same machine
+ * (the 2-core VM: a 4M-row table's seq scan at about 10 us per unit of cost,
+ * so an operator is about 25 ns; bench/join_results.md), which keeps the
+ * join's costs and times in the same ratio as PostgreSQL's plans'.  A key
+ * searched in the image: a batch's keys walk the levels together, so the
+ * top levels stay in cache and the misses of many keys overlap; a level
+ * costs about a sixth of an operator per comparison of its node (log2(k)):
+ * 92 ns a key for EBS, 4M keys, 22 levels.  A key searched through the
+ * pages costs 70 operators more per level (the buffer access); loading the
+ * image 1,000 operators per page (a fresh backend's load, checks and page
+ * faults of its new memory included: 35-50 ms for 2M keys, 143 ms for 4M).
+ * So a join of fewer than about 30,000 keys reads the pages, a larger one
+ * loads, unless the pages can be pinned (below).  The GPU: next to nothing
+ * per key once resident, the upload about 400 operators (4 us) per MB over
+ * PCIe.
  */
 #define PAGE_ACCESS_OPS		70.0
-#define PAGE_LOAD_OPS		1500.0
+#define PAGE_LOAD_OPS		1000.0
 /*
- * The pinned view (eytzimage.h): a pin and a header check per page, and a
- * key walks the same levels as in the image with one more load (the
- * page's pointer) and a division by a constant per level
+ * The pinned view (eytzimage.h): a pin and a header check per page (1-2 ms
+ * for 2,500-5,000 pages), and a key walks the same levels as in the image
+ * with one more load (the page's pointer), a division by a constant and the
+ * node's check per level, on 4 kB pages of shared memory (TLB misses where
+ * the image has huge pages): 50 ns a key more at 21 levels
  */
-#define PAGE_PIN_OPS		30.0
-#define PINNED_LEVEL_OPS	0.2
+#define PAGE_PIN_OPS		20.0
+#define PINNED_LEVEL_OPS	0.1
 
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
-/* a parallel worker's copy of the image the leader shares: 100 us a MB */
-#define COPY_OPS_PER_MB		10000.0
+/*
+ * A parallel worker's copy of the image the leader shares, into fresh
+ * memory of its own: about 1 ms a MB on the 2-core VM with three processes
+ * on two cores
+ */
+#define COPY_OPS_PER_MB		40000.0
 
 /* Levels a search visits, at least one (an empty index still costs a look) */
 static double
@@ -60,12 +66,12 @@ levels_of(const EytzMetaPageData *meta)
 	return Max(meta->levels, 1);
 }
 
-/* Search cost per key on the image: half an operator per comparison a level */
+/* Search cost per key on the image: a sixth of an operator per comparison a level */
 static Cost
 image_key_cost(const EytzMetaPageData *meta)
 {
 	return cpu_operator_cost *
-		(2.0 + (levels_of(meta) + 1) * log2(Max(meta->fanout, 2)) / 2.0);
+		(1.0 + (levels_of(meta) + 1) * log2(Max(meta->fanout, 2)) / 6.0);
 }
 
 /* The same through the buffer manager: a page access per level */
