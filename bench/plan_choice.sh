@@ -15,12 +15,15 @@
 # loads the index) and then ROUNDS (default 3) times warm; it prints each
 # plan's estimated cost, its first and best warm time, the cost ratio and
 # the time ratio against the planner's choice, and whether the choice is
-# within 1.2x of the fastest.  Needs a server reachable by psql with eytzgpu
+# within 1.2x of the fastest.  PASSES (default 3) passes over the five
+# settings, alternated (the machine is shared and noisy): the median first
+# time and the best warm time over the passes.  Needs a server reachable by psql with eytzgpu
 # installed; creates and drops tables pc_inner_*, pc_outer_*.
 set -euo pipefail
 N=${1:-4000000}
 M=${2:-$((N / 10))}
 ROUNDS=${3:-3}
+PASSES=${PASSES:-3}
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 sql -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" 2>/dev/null
 sql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS pc_inner_friendly, pc_outer_friendly, pc_inner_random, pc_outer_random"
@@ -60,16 +63,23 @@ for set in friendly random; do
 	# backend's first join differs from its warm ones by its own start only
 	sql -c "SET eytzgpu.enable_join = off" -c "$q" -c "RESET eytzgpu.enable_join" -c "$q" >/dev/null
 	declare -A C F B P
+	for pass in $(seq "$PASSES"); do
+		for s in choice ez_serial ez_parallel pg_own pg_serial; do
+			case $s in
+				choice) st="RESET ALL" ;;
+				ez_serial) st="SET max_parallel_workers_per_gather = 0" ;;
+				ez_parallel) st="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0" ;;
+				pg_own) st="SET eytzgpu.enable_join = off" ;;
+				pg_serial) st="SET eytzgpu.enable_join = off; SET max_parallel_workers_per_gather = 0" ;;
+			esac
+			read -r c f b p < <(run "$st" "$q")
+			C[$s]=$c; P[$s]=$p
+			F[$s]="${F[$s]:-} $f"
+			B[$s]=$(printf '%s\n' "$b" ${B[$s]:-} | sort -g | head -1)
+		done
+	done
 	for s in choice ez_serial ez_parallel pg_own pg_serial; do
-		case $s in
-			choice) st="RESET ALL" ;;
-			ez_serial) st="SET max_parallel_workers_per_gather = 0" ;;
-			ez_parallel) st="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0" ;;
-			pg_own) st="SET eytzgpu.enable_join = off" ;;
-			pg_serial) st="SET eytzgpu.enable_join = off; SET max_parallel_workers_per_gather = 0" ;;
-		esac
-		read -r c f b p < <(run "$st" "$q")
-		C[$s]=$c; F[$s]=$f; B[$s]=$b; P[$s]=$p
+		F[$s]=$(printf '%s\n' ${F[$s]} | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
 	done
 	for s in choice ez_serial ez_parallel pg_own pg_serial; do
 		printf '%-9s %-11s %10.0f %9.1f %9.1f %8.2f %8.2f  %s\n' $set $s "${C[$s]}" "${F[$s]}" "${B[$s]}" \

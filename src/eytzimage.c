@@ -35,6 +35,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/dsm_impl.h"
@@ -46,7 +47,6 @@
 
 #include "eytzcompat.h"
 #include "eytzimage.h"
-#include "eytzlookup.h"
 
 /* levels a layout may have (a fan-out of 2 and 2^64 entries) */
 #define EYTZ_MAX_LEVELS 64
@@ -277,7 +277,7 @@ eytz_image_shared_size(Relation index, const EytzMetaPageData *meta)
 	EytzInclude inc;
 	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
 
-	if (eytz_view_pinned_ok(index, meta))
+	if (eytz_image_pages_ok(index, meta))
 		return 0;
 	eytz_include_get(index, &inc);
 	return shared_layout(meta, &inc, off);
@@ -522,19 +522,48 @@ eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
 	return true;
 }
 
-bool
-eytz_image_pages_ok(const EytzMetaPageData *meta)
+/* Within the pin budget: a third of shared_buffers */
+static bool
+pages_fit(const EytzMetaPageData *meta)
 {
 	uint64		pages = (uint64) meta->nkeypages + meta->ntidpages;
 
-	return eytz_cpu_view != EYTZ_CPU_VIEW_IMAGE &&
-		meta->nentries > 0 && meta->nentries < PG_UINT32_MAX &&
+	return meta->nentries > 0 && meta->nentries < PG_UINT32_MAX &&
 		pages <= (uint64) NBuffers / PINNED_SHARE_DIVISOR;
 }
 
 /*
+ * With eytzgpu.cpu_view = auto, also only while the layout and the heap fit
+ * shared_buffers together (pinned pages that push the heap's out cost more
+ * heap reads than the image's load), and until this backend's pinned scans
+ * of the generation have searched the keys whose extra cost would have
+ * paid for the image's load (EytzPinnedUse.rent_keys, which the lookup seam
+ * sets from its costs): from then on the image is loaded once and cached
+ * (a rent-or-buy choice, at most twice the cost of knowing the future).
+ */
+bool
+eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta)
+{
+	EytzPinnedUse *use;
+	Relation	heap;
+	double		heap_pages;
+
+	if (eytz_cpu_view == EYTZ_CPU_VIEW_IMAGE || !pages_fit(meta))
+		return false;
+	if (eytz_cpu_view == EYTZ_CPU_VIEW_PINNED)
+		return true;
+	use = eytz_image_pinned_use(index, meta, false);
+	if (use && use->rent_keys > 0 && use->keys >= use->rent_keys)
+		return false;
+	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
+	heap_pages = Max(RelationGetForm(heap)->relpages, 0);
+	relation_close(heap, NoLock);
+	return heap_pages + meta->nkeypages + meta->ntidpages <= NBuffers;
+}
+
+/*
  * What this backend's pinned views searched, per index generation: the
- * keys, which decide when the image pays for its load (eytz_view_pinned_ok)
+ * keys, which decide when the image pays for its load (eytz_image_pages_ok)
  */
 #define PINNED_USES 16
 static EytzPinnedUse pinned_uses[PINNED_USES];
@@ -563,6 +592,7 @@ eytz_image_pinned_use(Relation index, const EytzMetaPageData *meta, bool create)
 	u->relfilenode = file;
 	u->generation = meta->generation;
 	u->keys = 0;
+	u->rent_keys = 0;
 	return u;
 }
 
@@ -584,7 +614,7 @@ eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta)
 	EytzImage  *image;
 	uint32		p;
 
-	Assert(eytz_image_pages_ok(meta));
+	Assert(pages_fit(meta));
 	image = MemoryContextAllocZero(cxt, sizeof(EytzImage));
 	image->cxt = cxt;
 	image->img.meta = *meta;

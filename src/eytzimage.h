@@ -56,6 +56,7 @@ typedef struct EytzPinnedUse
 	Oid			relfilenode;
 	uint64		generation;
 	double		keys;
+	double		rent_keys;		/* keys after which the image pays (0: unset) */
 } EytzPinnedUse;
 
 
@@ -150,8 +151,9 @@ extern int	eytz_cpu_view;
  * for one scan and searched in place through per-page pointers (no load,
  * no copy; parallel workers pin the same buffers).  An EytzImage whose
  * keypages/tidpages stand for img.keys/img.tids, uncached: its release
- * unpins the pages.  eytz_image_pages_ok: whether this generation's view
- * fits the budget (a third of shared_buffers) and the setting allows it.
+ * unpins the pages.  eytz_image_pages_ok: whether a scan of index may pin
+ * this generation's pages now: within the budget (a third of
+ * shared_buffers) as eytzgpu.cpu_view allows (see eytzimage.c).
  * The page headers are checked when pinned, each node on a search's way
  * (its keys ascend within the bounds of its path) and each TID as they are
  * read: a damaged page raises XX002 as an image's load does.
@@ -159,7 +161,7 @@ extern int	eytz_cpu_view;
  * index's generation searched (NULL if none and not create).  On error the resource owner has
  * released the pins: eytz_image_forget_pins before the release.
  */
-extern bool eytz_image_pages_ok(const EytzMetaPageData *meta);
+extern bool eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta);
 extern EytzImage *eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta);
 extern void eytz_image_forget_pins(EytzImage *image);
 extern EytzPinnedUse *eytz_image_pinned_use(Relation index, const EytzMetaPageData *meta,

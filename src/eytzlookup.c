@@ -439,10 +439,13 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 			lk->kind = EYTZ_VIEW_IMAGE;
 		}
 	}
-	if (lk->kind == EYTZ_VIEW_PINNED && (lk->want || !eytz_image_pages_ok(&lk->meta)))
+	if (lk->kind == EYTZ_VIEW_PINNED && (lk->want || !eytz_image_pages_ok(lk->index, &lk->meta)))
 		lk->kind = EYTZ_VIEW_IMAGE;
 	if (lk->kind == EYTZ_VIEW_PINNED)
+	{
 		lk->image = eytz_image_pin_pages(lk->index, &lk->meta);
+		lk->image->use->rent_keys = eytz_view_rent_keys(&lk->meta);
+	}
 	else if (lk->kind == EYTZ_VIEW_IMAGE)
 		lk->image = lk->want ? eytz_image_acquire_current(lk->index, &lk->meta) :
 			eytz_image_acquire(lk->index, &lk->meta);
@@ -502,7 +505,7 @@ choose_view(EytzLookup *lk, double nkeys)
 		}
 	}
 	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-					 !lk->want && eytz_view_pinned_ok(lk->index, &meta), gpu_ok, gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
+					 !lk->want && eytz_image_pages_ok(lk->index, &meta), gpu_ok, gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
 										eytz_device_resident(lk->index, meta.generation)),
 					 Max(nkeys, 1.0), &startup, &per_key);
 }

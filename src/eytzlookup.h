@@ -192,8 +192,11 @@ typedef enum EytzViewKind
 	EYTZ_VIEW_GPU				/* the GPU copy */
 } EytzViewKind;
 
-/* May a scan of index pin the layout's pages now (eytzlookupcost.c)? */
-extern bool eytz_view_pinned_ok(Relation index, const EytzMetaPageData *meta);
+/*
+ * The keys a backend's pinned views of a generation may search before the
+ * image's load pays for itself (eytzimage.h: EytzPinnedUse.rent_keys)
+ */
+extern double eytz_view_rent_keys(const EytzMetaPageData *meta);
 
 extern EytzViewKind eytz_view_cost(const EytzMetaPageData *meta,
 								   bool image_resident, bool pinned_ok,

@@ -10,8 +10,6 @@
 #include <math.h>
 
 #include "access/genam.h"
-#include "access/relation.h"
-#include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "utils/rel.h"
 
@@ -101,35 +99,10 @@ pinned_key_cost(const EytzMetaPageData *meta)
 	return image_key_cost(meta) + cpu_operator_cost * PINNED_LEVEL_OPS * levels_of(meta);
 }
 
-/*
- * May a scan of index (meta: its generation) pin the layout's pages?  Within
- * the budget (eytz_image_pages_ok); with eytzgpu.cpu_view = auto also only
- * while the layout and the heap fit shared_buffers together (pinned pages
- * that push the heap's out cost more heap reads than the image's load), and
- * until this backend's pinned scans of the generation have searched enough
- * keys that their extra cost over the image's would have paid its load:
- * from then on the image is loaded once and cached (a rent-or-buy choice,
- * at most twice the cost of knowing the future).
- */
-bool
-eytz_view_pinned_ok(Relation index, const EytzMetaPageData *meta)
+double
+eytz_view_rent_keys(const EytzMetaPageData *meta)
 {
-	EytzPinnedUse *use;
-	Relation	heap;
-	double		heap_pages;
-
-	if (!eytz_image_pages_ok(meta))
-		return false;
-	if (eytz_cpu_view == EYTZ_CPU_VIEW_PINNED)
-		return true;
-	use = eytz_image_pinned_use(index, meta, false);
-	if (use && use->keys * (pinned_key_cost(meta) - image_key_cost(meta)) >=
-		image_load_cost(meta))
-		return false;
-	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
-	heap_pages = Max(RelationGetForm(heap)->relpages, 0);
-	relation_close(heap, NoLock);
-	return heap_pages + meta->nkeypages + meta->ntidpages <= NBuffers;
+	return image_load_cost(meta) / (pinned_key_cost(meta) - image_key_cost(meta));
 }
 
 /* Uploading the image to the GPU: by the megabytes it copies */
@@ -223,7 +196,7 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
 	resident = eytz_image_resident(index, meta.generation);
-	pinned_ok = eytz_view_pinned_ok(index, &meta);
+	pinned_ok = eytz_image_pages_ok(index, &meta);
 	shared = fresh_backend && !gpu_ok && resident &&
 		(!pinned_ok ||
 		 eytz_image_in_place(NULL, (Size) meta.nentries * (meta.key_width + sizeof(uint64))));
