@@ -425,15 +425,19 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		/*
 		 * The divisor assumes a core per process: with more processes than
 		 * the machine has cores (3 on the 2-core VM) they take turns, and
-		 * each one's share runs that much longer (measured there: the
-		 * parallel join 1.1-1.5x the serial one)
+		 * each one's share (and the pinning of its view) runs that much
+		 * longer (bench/join_results.md,
+		 * run 18)
 		 */
 		long		cores = sysconf(_SC_NPROCESSORS_ONLN);
 		int			procs = cpath->path.parallel_workers +
 			(parallel_leader_participation ? 1 : 0);
 
 		if (cores > 0 && procs > cores)
+		{
 			run *= (double) procs / cores;
+			lookup_startup *= (double) procs / cores;
+		}
 		lookup_startup += shared_touch_cost(touch_bytes);
 		run += shared_touch_cost(heap_pages * (1.0 - exp(-matches / heap_pages)) *
 								 eytz_join_heap_fraction(innerrel, index_only) * BLCKSZ);

@@ -439,7 +439,8 @@ pin_view(EytzLookup *lk, EytzViewKind want)
 			lk->kind = EYTZ_VIEW_IMAGE;
 		}
 	}
-	if (lk->kind == EYTZ_VIEW_PINNED && (lk->want || !eytz_image_pages_ok(lk->index, &lk->meta)))
+	if (lk->kind == EYTZ_VIEW_PINNED &&
+		(lk->want || !eytz_image_pages_ok(lk->index, &lk->meta)))
 		lk->kind = EYTZ_VIEW_IMAGE;
 	if (lk->kind == EYTZ_VIEW_PINNED)
 	{
@@ -505,9 +506,10 @@ choose_view(EytzLookup *lk, double nkeys)
 		}
 	}
 	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-					 !lk->want && eytz_image_pages_ok(lk->index, &meta), gpu_ok, gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
-										eytz_device_resident(lk->index, meta.generation)),
-					 Max(nkeys, 1.0), &startup, &per_key);
+						  !lk->want && eytz_image_pages_ok(lk->index, &meta), gpu_ok,
+						  gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
+									 eytz_device_resident(lk->index, meta.generation)),
+						  Max(nkeys, 1.0), &startup, &per_key);
 }
 
 EytzLookup *

@@ -21,29 +21,27 @@
 /*
  * Costs of the views, in operator evaluations (cpu_operator_cost each),
  * calibrated against PostgreSQL's own sequential scan on the same machine
- * (the 2-core VM: a 4M-row table's seq scan at about 10 us per unit of cost,
- * so an operator is about 25 ns; bench/join_results.md), which keeps the
- * join's costs and times in the same ratio as PostgreSQL's plans'.  A key
- * searched in the image: a batch's keys walk the levels together, so the
- * top levels stay in cache and the misses of many keys overlap; a level
- * costs about a sixth of an operator per comparison of its node (log2(k)):
- * 92 ns a key for EBS, 4M keys, 22 levels.  A key searched through the
- * pages costs 70 operators more per level (the buffer access); loading the
- * image 1,000 operators per page (a fresh backend's load, checks and page
- * faults of its new memory included: 35-50 ms for 2M keys, 143 ms for 4M).
- * So a join of fewer than about 30,000 keys reads the pages, a larger one
- * loads, unless the pages can be pinned (below).  The GPU: next to nothing
- * per key once resident, the upload about 400 operators (4 us) per MB over
- * PCIe.
+ * (the 2-core VM; bench/join_results.md, run 18), which keeps the join's
+ * costs and times in the same ratio as PostgreSQL's plans'.  A key searched
+ * in the image: a batch's keys walk the levels together, so the top levels
+ * stay in cache and the misses of many keys overlap; a level costs about a
+ * sixth of an operator per comparison of its node (log2(k)).  A key
+ * searched through the pages costs 70 operators more per level (the buffer
+ * access); loading the image 350 operators per page (a fresh backend's
+ * load, its checks and the page faults of its new memory included, at the
+ * scale of the plans a cold join competes with: PostgreSQL's hash joins run
+ * about three times as long per unit of cost as its seq scan here).  So a
+ * join of fewer than about 15,000 keys reads the pages, a larger one loads,
+ * unless the pages can be pinned (below).  The GPU: next to nothing per key
+ * once resident, the upload about 400 operators per MB over PCIe.
  */
 #define PAGE_ACCESS_OPS		70.0
-#define PAGE_LOAD_OPS		1000.0
+#define PAGE_LOAD_OPS		350.0
 /*
- * The pinned view (eytzimage.h): a pin and a header check per page (1-2 ms
- * for 2,500-5,000 pages), and a key walks the same levels as in the image
- * with one more load (the page's pointer), a division by a constant and the
- * node's check per level, on 4 kB pages of shared memory (TLB misses where
- * the image has huge pages): 50 ns a key more at 21 levels
+ * The pinned view (eytzimage.h): a pin and a header check per page, and a
+ * key walks the same levels as in the image with one more load (the page's
+ * pointer), a division by a constant and the node's check per level, on
+ * 4 kB pages of shared memory (TLB misses where the image has huge pages)
  */
 #define PAGE_PIN_OPS		20.0
 #define PINNED_LEVEL_OPS	0.1
@@ -52,8 +50,7 @@
 #define GPU_UPLOAD_OPS_PER_MB 400.0
 /*
  * A parallel worker's copy of the image the leader shares, into fresh
- * memory of its own: about 1 ms a MB on the 2-core VM with three processes
- * on two cores
+ * memory of its own (page faults included)
  */
 #define COPY_OPS_PER_MB		40000.0
 
@@ -123,8 +120,10 @@ pending_key_cost(const EytzMetaPageData *meta)
 /*
  * The cheapest view for nkeys keys, given what is resident: its kind, its
  * startup (load) cost and its cost per key.  The pinned pages are
- * considered only when pinned_ok (eytz_image_pages_ok), instead of the
- * image where eytzgpu.cpu_view = pinned; the GPU only when gpu_ok.
+ * considered only when pinned_ok (eytz_image_pages_ok) and no GPU may
+ * answer (a GPU copy, the backend's or the service's for every backend, is
+ * uploaded from an image), instead of the image where eytzgpu.cpu_view =
+ * pinned; the GPU only when gpu_ok.
  */
 EytzViewKind
 eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok,
@@ -134,7 +133,7 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok
 	Cost		pages_total = nkeys * pages_key_cost(meta);
 	Cost		image_start = image_resident ? 0 : image_load_cost(meta);
 	Cost		image_total = image_start + nkeys * image_key_cost(meta);
-	bool		image_ok = !pinned_ok || eytz_cpu_view != EYTZ_CPU_VIEW_PINNED;
+	bool		image_ok = !pinned_ok || gpu_ok || eytz_cpu_view != EYTZ_CPU_VIEW_PINNED;
 	EytzViewKind	kind = EYTZ_VIEW_PAGES;
 
 	*startup = 0;
@@ -145,7 +144,7 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok
 		*startup = image_start;
 		*per_key = image_key_cost(meta);
 	}
-	if (pinned_ok &&
+	if (pinned_ok && !gpu_ok &&
 		pin_cost(meta) + nkeys * pinned_key_cost(meta) < *startup + nkeys * *per_key)
 	{
 		kind = EYTZ_VIEW_PINNED;
