@@ -1,4 +1,4 @@
-# t/080_join_pinned_concurrent.pl: the EytzGPU Join through the pinned view
+# t/021_lookup_pinned_concurrent.pl: the EytzGPU Join through the pinned view
 # (eytzgpu.cpu_view = pinned: the index's key and TID pages pinned in shared
 # buffers for the scan, TIDs read without a lock) while its table changes.
 #
