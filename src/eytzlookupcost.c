@@ -11,6 +11,7 @@
 
 #include "access/genam.h"
 #include "optimizer/optimizer.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 
 #include "eytzdevice.h"
@@ -33,7 +34,9 @@
  * about three times as long per unit of cost as its seq scan here).  So a
  * join of fewer than about 15,000 keys reads the pages, a larger one loads,
  * unless the pages can be pinned (below).  The GPU: next to nothing per key
- * once resident, the upload about 400 operators per MB over PCIe.
+ * once resident, the upload about 400 operators per MB over PCIe; through
+ * the service, each batch's request pays its round trip (so a batch of a
+ * few keys stays on the CPU).
  */
 #define PAGE_ACCESS_OPS		70.0
 #define PAGE_LOAD_OPS		350.0
@@ -53,6 +56,26 @@
  * memory of its own (page faults included)
  */
 #define COPY_OPS_PER_MB		40000.0
+/*
+ * A request to the eytzgpu service: its round trip through shared memory
+ * and two latches, with the device's own call (bench/service_latency.sh)
+ */
+#define SERVICE_REQUEST_OPS	3000.0
+
+/*
+ * The keys of one batch of nkeys: eytzgpu.batch_size at most (read by name:
+ * the join's modules call this one, not the other way round)
+ */
+static double
+keys_per_request(double nkeys)
+{
+	const char *batch = GetConfigOption("eytzgpu.batch_size", true, false);
+	double		keys = Max(nkeys, 1.0);
+
+	if (batch != NULL && strtod(batch, NULL) >= 1.0)
+		keys = Min(keys, strtod(batch, NULL));
+	return keys;
+}
 
 /* Levels a search visits, at least one (an empty index still costs a look) */
 static double
@@ -155,6 +178,10 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok
 	{
 		Cost		gpu_start = gpu_resident ? 0 : image_start + gpu_upload_cost(meta);
 		Cost		gpu_key = GPU_KEY_OPS * cpu_operator_cost;
+
+		/* through the service: each batch (request) pays a round trip */
+		if (eytz_service_owns_gpu())
+			gpu_key += cpu_operator_cost * SERVICE_REQUEST_OPS / keys_per_request(nkeys);
 
 		if (gpu_start + nkeys * gpu_key < *startup + nkeys * *per_key)
 		{

@@ -311,14 +311,21 @@ void *
 eytz_alloc_large(MemoryContext cxt, Size size)
 {
 	char	   *p = MemoryContextAllocHuge(cxt, size);
+
+	eytz_advise_huge(p, size);
+	return p;
+}
+
+void
+eytz_advise_huge(void *p, Size size)
+{
 #ifdef MADV_HUGEPAGE
 	uintptr_t	start = TYPEALIGN(4096, (uintptr_t) p);
 	uintptr_t	end = TYPEALIGN_DOWN(4096, (uintptr_t) p + size);
 
-	if (size >= 2 * 1024 * 1024 && end > start)
+	if (p != NULL && size >= 2 * 1024 * 1024 && end > start)
 		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
 #endif
-	return p;
 }
 
 /*

@@ -82,6 +82,8 @@ typedef struct EytzGpuAnswer
 
 /* A large array in cxt, on huge pages where the kernel has them */
 extern void *eytz_alloc_large(MemoryContext cxt, Size size);
+/* Ask for huge pages under an array allocated otherwise (p may be NULL) */
+extern void eytz_advise_huge(void *p, Size size);
 
 /*
  * A large scratch array (as eytz_alloc_large) that the backend reuses from

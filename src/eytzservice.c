@@ -53,6 +53,8 @@ static bool exit_cb_registered = false;
 #define SVC_WAIT_MS 1000
 /* the longest sleep between tries for the lock while another process holds it */
 #define SVC_LOCK_DELAY_US 1000
+/* tries for the lock before the first sleep */
+#define SVC_LOCK_SPINS 200
 
 #define SVC_NOT_ANSWERING "the eytzgpu service is not answering (eytzgpu.service_timeout)"
 /* and between tries while another backend streams the same generation */
@@ -234,6 +236,7 @@ static bool
 svc_lock_since(LWLockMode mode, TimestampTz since)
 {
 	long		delay_us = 10;
+	int			spins = 0;
 
 	if (eytz_service_timeout_ms == 0)
 	{
@@ -242,8 +245,18 @@ svc_lock_since(LWLockMode mode, TimestampTz since)
 	}
 	while (!LWLockConditionalAcquire(eytz_svc->lock, mode))
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now;
 
+		/*
+		 * The lock is held for microseconds: spin first, as a sleep lasts
+		 * at least the timer slack (tens of microseconds)
+		 */
+		if (++spins < SVC_LOCK_SPINS)
+		{
+			eytz_svc_spin_turn(spins);
+			continue;
+		}
+		now = GetCurrentTimestamp();
 		if (since == 0)
 			since = now;
 		else if (eytz_svc_overdue(since, now, NULL))
@@ -452,6 +465,37 @@ svc_post(EytzServiceView *v)
 }
 
 /*
+ * Look at slot s without the lock for up to EYTZ_SVC_SPIN_US while the worker
+ * works on its request: a small request's answer comes sooner than a
+ * sleep on the latch would end (svc_wait then takes it under the lock)
+ */
+static void
+svc_spin_for_answer(EytzSvcSlot *s)
+{
+	volatile EytzSvcSlot *vs = s;
+	TimestampTz until = 0;
+	int			i;
+
+	for (i = 0;; i++)
+	{
+		EytzSvcSlotState state = vs->state;
+
+		if (state != SLOT_SUBMITTED && state != SLOT_WORKING)
+			return;
+		if ((i & 31) == 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (until == 0)
+				until = now + EYTZ_SVC_SPIN_US;
+			else if (now >= until)
+				return;
+		}
+		eytz_svc_spin_turn(i);
+	}
+}
+
+/*
  * Wait for the answer to the request posted (alive: svc_post's result).
  * false with *why when the worker stopped (or restarted) meanwhile, or
  * made no progress for eytzgpu.service_timeout (the slot is then given
@@ -462,6 +506,8 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 {
 	EytzSvcSlot *s = v->slot >= 0 ? &eytz_svc->slots[v->slot] : NULL;
 
+	if (alive && s)
+		svc_spin_for_answer(s);
 	while (alive)
 	{
 		EytzSvcSlotState state;
@@ -469,7 +515,7 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 		uint64		mark;
 		long		wait_ms = SVC_WAIT_MS;
 
-		if (!svc_lock(LW_SHARED))
+		if (!svc_lock(LW_EXCLUSIVE))
 		{
 			svc_give_up(v, pg_atomic_read_u64(&eytz_svc->progress_at));
 			break;
@@ -479,12 +525,16 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 		alive = eytz_svc->incarnation == v->incarnation &&
 			(eytz_svc->state == SVC_CPU || eytz_svc->state == SVC_GPU) &&
 			state != SLOT_FREE;
-		LWLockRelease(eytz_svc->lock);
 		if (state == SLOT_DONE)
 		{
-			alive = true;
-			break;
+			/* the worker is done with the slot: it is ours again */
+			s->state = SLOT_IDLE;
+			LWLockRelease(eytz_svc->lock);
+			if (s->status == ST_FAILED)
+				*why = pstrdup(s->why);
+			return s->status != ST_FAILED;
 		}
+		LWLockRelease(eytz_svc->lock);
 		if (state == SLOT_FREE)
 		{
 			/* not ours any more: never touch it again */
@@ -514,23 +564,8 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 		*why = v->gone ? v->gone : "the eytzgpu service stopped";
 		return false;
 	}
-	if (!alive)
-	{
-		*why = "the eytzgpu service stopped";
-		return false;
-	}
-	/* the worker is done with the slot: it is ours again */
-	if (!svc_lock(LW_EXCLUSIVE))
-	{
-		svc_give_up(v, pg_atomic_read_u64(&eytz_svc->progress_at));
-		*why = v->gone;
-		return false;
-	}
-	s->state = SLOT_IDLE;
-	LWLockRelease(eytz_svc->lock);
-	if (s->status == ST_FAILED)
-		*why = pstrdup(s->why);
-	return s->status != ST_FAILED;
+	*why = "the eytzgpu service stopped";
+	return false;
 }
 
 /* Send the request the slot's fields describe and wait for the answer */

@@ -117,10 +117,32 @@ extern void eytz_service_release(EytzServiceView *v);
 
 /* ---- shared by eytzservice.c and eytzservicemain.c ---- */
 
+#include <sched.h>
+
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "eytzcompat.h"
+
+/*
+ * How long a backend looks for its answer, and the worker for a next
+ * request, without the lock before sleeping on its latch (a wakeup through
+ * the latch takes longer than a small request)
+ */
+#define EYTZ_SVC_SPIN_US 50
+
+/*
+ * One turn of such a wait, the i-th: after a few, the CPU is offered to
+ * others (on a machine of few cores the process waited for may need it)
+ */
+static inline void
+eytz_svc_spin_turn(int i)
+{
+	if (i < 16)
+		pg_spin_delay();
+	else
+		sched_yield();
+}
 
 /* resident copies at most (each also bounded by eytzgpu.gpu_memory_limit) */
 #define EYTZ_SVC_MAX_RESIDENT 64

@@ -369,11 +369,15 @@ copy_estimate(const EytzMetaPageData *meta, const EytzInclude *inc)
 	return bytes;
 }
 
+/* A copy's array, on huge pages where the kernel has them (searched at random) */
 static void *
 alloc_or_null(MemoryContext cxt, uint64 bytes)
 {
-	return MemoryContextAllocExtended(cxt, Max(bytes, 1),
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	void	   *p = MemoryContextAllocExtended(cxt, Max(bytes, 1),
+											   MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+
+	eytz_advise_huge(p, bytes);
+	return p;
 }
 
 static EytzSvcStatus
@@ -560,15 +564,25 @@ load_end(int i, EytzSvcSlot *s)
 
 /*
  * The CPU answer: the seam's batched search over the image, then the sort.
- * The queries are searched in batch order, so with rows_in_order (points,
- * rows ascending) the matches of one TID already come in row order.
+ * The queries are searched sorted by low key, as the seam's own image view
+ * does (neighbouring searches share their upper path): points within 2^32
+ * of the least key as packed 8-byte records, others as an order.  The
+ * answer must be a prefix of the batch: when the matches of the whole
+ * batch do not fit in max, a shorter prefix is searched.  With rows_in_order
+ * (points, rows ascending) the matches of one TID come in row order either
+ * way (the sort by key is stable).
  */
 static bool
 cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, bool rows_in_order, EytzMatch *out)
+		   const uint32 *rows, bool points, bool rows_in_order, EytzMatch *out)
 {
 	EytzStage	stage;
+	EytzStage  *st = NULL;
+	uint64		base = PG_UINT64_MAX,
+				top = 0;
+	uint64	   *packed = NULL;
 	uint32		n = 0;
+	uint32		p;
 	uint32		i;
 	int			j;
 
@@ -576,7 +590,8 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	{
 		if (cpu_order)
 			pfree(cpu_order);
-		cpu_order = MemoryContextAllocHuge(svc_cxt, sizeof(EytzMatch) * (Size) s->nq);
+		/* twice: the sort's scratch */
+		cpu_order = eytz_alloc_large(svc_cxt, sizeof(EytzMatch) * (Size) s->nq * 2);
 		cpu_order_cap = s->nq;
 	}
 	if (cpu_scratch_cap < s->max)
@@ -586,15 +601,9 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 			pfree(cpu_scratch);
 			pfree(cpu_have);
 		}
-		cpu_scratch = MemoryContextAllocHuge(svc_cxt, sizeof(EytzMatch) * (Size) s->max);
+		cpu_scratch = eytz_alloc_large(svc_cxt, sizeof(EytzMatch) * (Size) s->max);
 		cpu_have = MemoryContextAllocHuge(svc_cxt, sizeof(bool) * (Size) s->max);
 		cpu_scratch_cap = s->max;
-	}
-	for (i = 0; i < s->nq; i++)
-	{
-		cpu_order[i].tid = lo[i];
-		cpu_order[i].row = i;
-		cpu_order[i].unused = rows[i];
 	}
 	/* the values go to the window at the matches' positions as found */
 	if (s->want)
@@ -609,10 +618,49 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 			stage.values[j] = eytz_svc_values((char *) out, s->max, j);
 			stage.isnull[j] = eytz_svc_isnull((char *) out, s->max, s->ncols, j);
 		}
+		st = &stage;
 	}
-	s->nq_done = eytz_image_search(&copies[r].image, cpu_order, NULL, 0,
-								   0, s->nq, hi, s->max, out, &n,
-								   s->want ? &stage : NULL, false);
+	for (i = 0; i < s->nq; i++)
+	{
+		base = Min(base, lo[i]);
+		top = Max(top, lo[i]);
+	}
+	/*
+	 * The first p queries sorted and searched; while their matches do not
+	 * all fit, p becomes the number of those searched that did (a prefix
+	 * of about that size fits most likely), down to the first query alone
+	 */
+	p = s->nq;
+	for (;;)
+	{
+		uint32		done;
+
+		packed = NULL;
+		if (points && p > 0 && top - base <= PG_UINT32_MAX)
+		{
+			packed = (uint64 *) cpu_order;
+			for (i = 0; i < p; i++)
+				packed[i] = (lo[i] - base) << 32 | rows[i];
+			eytz_sort_u64(packed, p, packed + p, ~(uint64) PG_UINT32_MAX);
+		}
+		else
+		{
+			for (i = 0; i < p; i++)
+			{
+				cpu_order[i].tid = lo[i];
+				cpu_order[i].row = i;
+				cpu_order[i].unused = rows[i];
+			}
+			eytz_match_sort_keys(cpu_order, p, cpu_order + p);
+		}
+		n = 0;
+		done = eytz_image_search(&copies[r].image, cpu_order, packed, base,
+								 0, p, hi, s->max, out, &n, st, false);
+		if (done == p)
+			break;
+		p = done;
+	}
+	s->nq_done = p;
 	s->staged = s->want;
 	s->nout = eytz_match_sort(out, n, cpu_scratch, rows_in_order);
 	s->kernel_ms = 0;
@@ -649,16 +697,9 @@ lookup(EytzSvcSlot *s, char *window)
 	eytz_device_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
 	ok = eytz_svc->state == SVC_GPU ?
 		gpu_lookup(&copies[r], s, lo, hi, rows, ascending, out) :
-		cpu_lookup(r, s, lo, hi, rows, points && ascending, out);
-	if (!ok)
-		return ST_FAILED;
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
-	eytz_svc->resident[r].hits++;
-	eytz_svc->resident[r].last_used = ++eytz_svc->clock;
-	eytz_svc->resident[r].last_used_at = GetCurrentTimestamp();
-	eytz_svc->hits++;
-	LWLockRelease(eytz_svc->lock);
-	return ST_OK;
+		cpu_lookup(r, s, lo, hi, rows, points, points && ascending, out);
+	/* finish counts the hit, under the lock it hands the answer over with */
+	return ok ? ST_OK : ST_FAILED;
 }
 
 /* Answer slot i's request; an error becomes a failed answer */
@@ -711,28 +752,6 @@ answer(int i)
 	}
 	PG_END_TRY();
 	return status;
-}
-
-/* The oldest submitted request, now marked as being answered; -1 if none */
-static int
-next_request(void)
-{
-	int			i,
-				best = -1;
-
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
-	for (i = 0; i < eytz_svc->nslots; i++)
-	{
-		EytzSvcSlot *s = &eytz_svc->slots[i];
-
-		if (s->state == SLOT_SUBMITTED && s->incarnation == eytz_svc->incarnation &&
-			(best < 0 || s->seq < eytz_svc->slots[best].seq))
-			best = i;
-	}
-	if (best >= 0)
-		eytz_svc->slots[best].state = SLOT_WORKING;
-	LWLockRelease(eytz_svc->lock);
-	return best;
 }
 
 /*
@@ -788,6 +807,16 @@ finish(int i, EytzSvcStatus status)
 	s->status = status;
 	if (status == ST_FAILED)
 		eytz_svc->failures++;
+	else if (s->op == OP_LOOKUP && s->resident >= 0 &&
+			 eytz_svc->resident[s->resident].used)
+	{
+		EytzSvcResident *res = &eytz_svc->resident[s->resident];
+
+		res->hits++;
+		res->last_used = ++eytz_svc->clock;
+		res->last_used_at = GetCurrentTimestamp();
+		eytz_svc->hits++;
+	}
 	if (s->state == SLOT_ABANDONED || forsaken(s))
 		free_slot(s);
 	else
@@ -800,32 +829,69 @@ finish(int i, EytzSvcStatus status)
 		SetLatch(&GetPGProcByNumber(owner)->procLatch);
 }
 
-/*
- * Free the slots of owners that left while the worker answered them, or
- * that are gone, and drop the uploads of slots that were freed.
- */
+/* Drop the uploads of slots that were freed (or claimed again) */
 static void
-reclaim(void)
+drop_orphan_loads(void)
 {
 	int			i;
 
-	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
-	for (i = 0; i < eytz_svc->nslots; i++)
-	{
-		EytzSvcSlot *s = &eytz_svc->slots[i];
-
-		if (s->state == SLOT_ABANDONED ||
-			(s->state != SLOT_FREE &&
-			 (forsaken(s) || GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid)))
-			free_slot(s);
-	}
-	LWLockRelease(eytz_svc->lock);
 	for (i = 0; i < eytz_svc->nslots; i++)
 		if (loads[i].active &&
 			(eytz_svc->slots[i].state == SLOT_FREE ||
 			 eytz_svc->slots[i].serial != loads[i].serial))
 			drop_load(i);
 }
+
+/*
+ * The oldest submitted request, now marked as being answered; -1 if none.
+ * The same pass frees the slots of owners that left while the worker
+ * answered them, or that are gone (reclaim), and *loads_to_drop says
+ * whether a freed slot may have left an upload behind.
+ */
+static int
+next_request(bool *loads_to_drop)
+{
+	int			i,
+				best = -1;
+
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	for (i = 0; i < eytz_svc->nslots; i++)
+	{
+		EytzSvcSlot *s = &eytz_svc->slots[i];
+
+		if (s->state != SLOT_FREE &&
+			(s->state == SLOT_ABANDONED || forsaken(s) ||
+			 GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid))
+			free_slot(s);
+		if (loads[i].active && (s->state == SLOT_FREE || s->serial != loads[i].serial))
+			*loads_to_drop = true;
+		if (s->state == SLOT_FREE)
+			continue;
+		if (s->state == SLOT_SUBMITTED && s->incarnation == eytz_svc->incarnation &&
+			(best < 0 || s->seq < eytz_svc->slots[best].seq))
+			best = i;
+	}
+	if (best >= 0)
+		eytz_svc->slots[best].state = SLOT_WORKING;
+	LWLockRelease(eytz_svc->lock);
+	return best;
+}
+
+/*
+ * Is a request submitted?  A look without the lock, while the worker
+ * spins for EYTZ_SVC_SPIN_US before it sleeps on its latch.
+ */
+static bool
+request_waiting(void)
+{
+	int			i;
+
+	for (i = 0; i < eytz_svc->nslots; i++)
+		if (((volatile EytzSvcSlot *) &eytz_svc->slots[i])->state == SLOT_SUBMITTED)
+			return true;
+	return false;
+}
+
 
 /* On exit: backends waiting on this incarnation go on without it */
 static void
@@ -950,8 +1016,31 @@ eytz_service_main(Datum arg)
 			if (state != SVC_SLEEPING)
 				(void) make_room(0);
 		}
-		while (state != SVC_SLEEPING && (reclaim(), i = next_request()) >= 0)
+		for (;;)
 		{
+			bool		orphans = false;
+			TimestampTz spin_until;
+			int			spins;
+
+			if (state == SVC_SLEEPING)
+				break;
+			i = next_request(&orphans);
+			if (orphans)
+				drop_orphan_loads();
+			if (i < 0)
+			{
+				/*
+				 * Before sleeping, look for a next request for EYTZ_SVC_SPIN_US:
+				 * a join's next batch often comes that soon, and a wakeup
+				 * through the latch costs more
+				 */
+				spin_until = GetCurrentTimestamp() + EYTZ_SVC_SPIN_US;
+				for (spins = 0; !request_waiting() && GetCurrentTimestamp() < spin_until; spins++)
+					eytz_svc_spin_turn(spins);
+				if (!request_waiting())
+					break;
+				continue;
+			}
 			progress(request_allowance(i));
 			finish(i, answer(i));
 			progress(0);
