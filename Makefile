@@ -15,7 +15,7 @@
 # on it: .build-config and .build-config-cuda record the configuration.
 
 EXTENSION = eytzgpu
-EXTVERSION = 0.2.0
+EXTVERSION = 0.3.0
 MODULE_big = eytzgpu
 DATA = $(wildcard sql/eytzgpu--*.sql)
 PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"

@@ -109,6 +109,13 @@ typedef struct EytzGpuResult
 extern int	eytzgpu_probe(int device, EytzGpuInfo *info, char *errbuf, size_t errlen);
 
 /*
+ * How many GPUs this process sees (CUDA_VISIBLE_DEVICES respected): the
+ * devices 0 .. *count - 1 that every device argument below names.
+ * EYTZGPU_ENODEV (and *count 0) when there is no driver or no device.
+ */
+extern int	eytzgpu_device_count(int *count, char *errbuf, size_t errlen);
+
+/*
  * Upload an index already in Eytzinger order (fan-out k, n entries; keys of
  * key_width 4 or 8 bytes, host arrays of n each).  flags: EYTZGPU_LAYOUT_*
  * (default SoA, the faster one on the H100), EYTZGPU_NO_EBS_COPY.

@@ -53,6 +53,29 @@ use_device(int device, char *errbuf, size_t errlen)
 }
 
 extern "C" int
+eytzgpu_device_count(int *count, char *errbuf, size_t errlen)
+{
+	cudaError_t e;
+
+	if (!count)
+	{
+		set_msg(errbuf, errlen, "eytzgpu: NULL count");
+		return EYTZGPU_EINVAL;
+	}
+	*count = 0;
+	e = cudaGetDeviceCount(count);
+	if (e != cudaSuccess || *count == 0)
+	{
+		(void) cudaGetLastError();
+		set_msg(errbuf, errlen, "eytzgpu: no usable GPU: %s",
+				e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+		*count = 0;
+		return EYTZGPU_ENODEV;
+	}
+	return EYTZGPU_OK;
+}
+
+extern "C" int
 eytzgpu_probe(int device, EytzGpuInfo *info, char *errbuf, size_t errlen)
 {
 	int			rc;

@@ -36,11 +36,13 @@
 
 PG_FUNCTION_INFO_V1(eytzgpu_service_status);
 PG_FUNCTION_INFO_V1(eytzgpu_service_resident);
+PG_FUNCTION_INFO_V1(eytzgpu_service_gpus);
 
 int			eytz_service_device = EYTZ_SERVICE_AUTO;
 int			eytz_service_slots = 64;
 int			eytz_service_slot_kb = 1024;
 int			eytz_service_timeout_ms = 10000;
+int			eytz_service_cpu_devices = 1;
 
 EytzSvcShared *eytz_svc = NULL;
 char	   *eytz_svc_windows = NULL;
@@ -175,6 +177,12 @@ eytz_service_init(void)
 							"Counted from the request or the service's last progress, whichever is later, beyond the time the size of the request the service works on allows; 0 waits as long as the service runs.",
 							&eytz_service_timeout_ms, 10000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eytzgpu.service_cpu_devices",
+							"Devices the eytzgpu service with service_device = cpu divides its copies among (for testing).",
+							"Each takes eytzgpu.gpu_memory_limit, as each GPU does with service_device = gpu.",
+							&eytz_service_cpu_devices, 1, 1, EYTZ_SVC_MAX_DEVICES,
+							context, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress ||
 		eytz_service_device == EYTZ_SERVICE_OFF)
@@ -1004,8 +1012,8 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 		LWLockRelease(eytz_svc->lock);
 	while (n > 0)
 	{
-		Datum		values[9];
-		bool		nulls[9] = {false};
+		Datum		values[10];
+		bool		nulls[10] = {false};
 		int			best = 0;
 
 		for (i = 1; i < n; i++)
@@ -1020,8 +1028,57 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 		values[6] = Int64GetDatum((int64) copy[best].bytes);
 		values[7] = Int64GetDatum((int64) copy[best].hits);
 		values[8] = TimestampTzGetDatum(copy[best].last_used_at);
+		values[9] = Int32GetDatum(copy[best].device);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		copy[best] = copy[--n];
+	}
+	return (Datum) 0;
+}
+
+/*
+ * eytzgpu_service_gpus(): a row per device of the running service (its
+ * GPUs, or with service_device = cpu its CPU devices): what it holds, and
+ * whether it failed
+ */
+Datum
+eytzgpu_service_gpus(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	EytzSvcDevice devices[EYTZ_SVC_MAX_DEVICES];
+	int			n = 0;
+	int			d;
+	bool		locked;
+	bool		gpu;
+
+	svc_check_privilege("eytzgpu_service_gpus");
+	InitMaterializedSRF(fcinfo, 0);
+	if (eytz_svc == NULL)
+		return (Datum) 0;
+	/* without the lock if a stalled worker holds it: a report */
+	locked = svc_lock(LW_SHARED);
+	gpu = eytz_svc->state == SVC_GPU;
+	if (gpu || eytz_svc->state == SVC_CPU)
+	{
+		n = Min(eytz_svc->ndevices, EYTZ_SVC_MAX_DEVICES);
+		memcpy(devices, eytz_svc->devices, sizeof(EytzSvcDevice) * n);
+	}
+	if (locked)
+		LWLockRelease(eytz_svc->lock);
+	for (d = 0; d < n; d++)
+	{
+		Datum		values[9];
+		bool		nulls[9] = {false};
+
+		values[0] = Int32GetDatum(d);
+		values[1] = CStringGetTextDatum(gpu ? "gpu" : "cpu");
+		values[2] = CStringGetTextDatum(devices[d].name);
+		values[3] = CStringGetTextDatum(devices[d].failed ? "failed" : "ok");
+		values[4] = Int32GetDatum(devices[d].copies);
+		values[5] = Int64GetDatum((int64) devices[d].bytes);
+		values[6] = Int64GetDatum((int64) devices[d].loads);
+		values[7] = Int64GetDatum((int64) devices[d].hits);
+		values[8] = Int64GetDatum((int64) devices[d].failures);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
 }

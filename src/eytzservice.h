@@ -51,6 +51,7 @@ extern int	eytz_service_device;
 extern int	eytz_service_slots;
 extern int	eytz_service_slot_kb;
 extern int	eytz_service_timeout_ms;
+extern int	eytz_service_cpu_devices;
 
 /* _PG_init's call: the GUCs, and under shared_preload_libraries the worker */
 extern void eytz_service_init(void);
@@ -169,9 +170,30 @@ typedef struct EytzSvcKey
 	uint32		key_width;
 } EytzSvcKey;
 
+/*
+ * The devices the service answers with: its GPUs (one CUDA context each,
+ * as CUDA_VISIBLE_DEVICES shows them), or with the CPU one pseudo-device
+ * per eytzgpu.service_cpu_devices (the placement of copies tested without
+ * a GPU).  eytzgpu.gpu_memory_limit bounds each.
+ */
+#define EYTZ_SVC_MAX_DEVICES 16
+
+typedef struct EytzSvcDevice
+{
+	char		name[64];
+	bool		failed;			/* takes no copies (a GPU error) */
+	int			copies;
+	uint64		bytes;			/* of its resident copies */
+	uint64		loading;		/* reserved by uploads under way */
+	uint64		loads;
+	uint64		hits;
+	uint64		failures;
+} EytzSvcDevice;
+
 typedef struct EytzSvcResident
 {
 	bool		used;
+	int			device;			/* where it lies */
 	EytzSvcKey	key;
 	NameData	name;			/* the index's name when it was loaded */
 	uint64		ndead;			/* its layout's tombstones then */
@@ -266,6 +288,8 @@ typedef struct EytzSvcShared
 	uint64		hits;
 	uint64		evictions;
 	uint64		failures;
+	int			ndevices;
+	EytzSvcDevice devices[EYTZ_SVC_MAX_DEVICES];
 	int			nslots;
 	Size		slot_bytes;		/* window of a slot */
 	EytzSvcResident resident[EYTZ_SVC_MAX_RESIDENT];

@@ -51,6 +51,7 @@ typedef struct SvcCopy
 	void	   *gpu;			/* GPU: the library's handle */
 	int			key_column;		/* GPU: the keys' attached column, or -1 */
 	uint32		mask;			/* GPU: the columns join batches return */
+	bool		in_flight;		/* GPU: a batch submitted, not waited for */
 } SvcCopy;
 
 /* A layout being streamed in through slot i */
@@ -60,7 +61,8 @@ typedef struct SvcLoad
 	uint64		serial;			/* of the slot's claim */
 	EytzSvcKey	key;
 	EytzMetaPageData meta;
-	uint64		reserved;		/* bytes counted against the limit */
+	int			device;			/* where it goes */
+	uint64		reserved;		/* bytes counted against the device's limit */
 	MemoryContext cxt;			/* holds the arrays */
 	EytzInclude inc;
 	char	   *keys;
@@ -70,10 +72,14 @@ typedef struct SvcLoad
 } SvcLoad;
 
 static SvcCopy copies[EYTZ_SVC_MAX_RESIDENT];
+
+/* requests taken in one round at most */
+#define EYTZ_SVC_ROUND 32
 static SvcLoad *loads;
-static uint64 loading_bytes;
 static MemoryContext svc_cxt;
-static bool gpu_broken = false;
+/* devices that failed other than for want of memory, this round */
+static bool device_broken[EYTZ_SVC_MAX_DEVICES];
+static char last_gpu_error[256];
 
 /*
  * CPU answers: the queries in batch order, the matches' sort scratch, and
@@ -89,24 +95,46 @@ static uint32 cpu_scratch_cap;
 
 /* The library's message without its own "eytzgpu: " */
 static void
-gpu_why(char *why, const char *what, int rc, const char *errbuf)
+gpu_why(char *why, const char *what, int device, int rc, const char *errbuf)
 {
 	if (strncmp(errbuf, "eytzgpu: ", 9) == 0)
 		errbuf += 9;
-	snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "%s failed: %s%s%s", what,
-			 eytzgpu_strerror(rc), errbuf[0] ? ": " : "", errbuf);
+	if (eytz_svc->ndevices > 1)
+		snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "%s on GPU %d failed: %s%s%s",
+				 what, device, eytzgpu_strerror(rc), errbuf[0] ? ": " : "", errbuf);
+	else
+		snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "%s failed: %s%s%s", what,
+				 eytzgpu_strerror(rc), errbuf[0] ? ": " : "", errbuf);
 	/* memory runs out and comes back; anything else wants a fresh context */
-	gpu_broken |= rc != EYTZGPU_ENOMEM;
+	if (rc != EYTZGPU_ENOMEM)
+	{
+		device_broken[device] = true;
+		strlcpy(last_gpu_error, why, sizeof(last_gpu_error));
+	}
 }
 
-static void
-gpu_name(char *detail, size_t len)
+/* The GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES), their names */
+static int
+gpu_devices(EytzSvcDevice *devices, int max)
 {
-	EytzGpuInfo info;
 	char		errbuf[64];
+	int			n = 0;
+	int			d;
 
-	if (eytzgpu_probe(-1, &info, errbuf, sizeof(errbuf)) == EYTZGPU_OK)
-		strlcpy(detail, info.name, len);
+	if (eytzgpu_device_count(&n, errbuf, sizeof(errbuf)) != EYTZGPU_OK || n < 1)
+		n = 1;					/* device 0 answered the probe */
+	n = Min(n, max);
+	for (d = 0; d < n; d++)
+	{
+		EytzGpuInfo info;
+
+		memset(&devices[d], 0, sizeof(EytzSvcDevice));
+		if (eytzgpu_probe(d, &info, errbuf, sizeof(errbuf)) == EYTZGPU_OK)
+			strlcpy(devices[d].name, info.name, sizeof(devices[d].name));
+		else
+			snprintf(devices[d].name, sizeof(devices[d].name), "GPU %d", d);
+	}
+	return n;
 }
 
 /*
@@ -114,17 +142,17 @@ gpu_name(char *detail, size_t len)
  * index has some, as eytzdevice.c does) the keys again as a column
  */
 static bool
-gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
+gpu_upload(SvcLoad *ld, int device, SvcCopy *copy, uint64 *bytes, char *why)
 {
 	EytzGpuIndex *h = NULL;
 	char		errbuf[256] = "";
 	int			rc;
 
-	rc = eytzgpu_upload(-1, ld->keys, ld->tids, ld->meta.nentries, ld->meta.key_width,
+	rc = eytzgpu_upload(device, ld->keys, ld->tids, ld->meta.nentries, ld->meta.key_width,
 						ld->meta.fanout, 0, &h, bytes, errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
-		gpu_why(why, "GPU upload", rc, errbuf);
+		gpu_why(why, "GPU upload", device, rc, errbuf);
 		return false;
 	}
 	copy->key_column = -1;
@@ -148,7 +176,7 @@ gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
 									errbuf, sizeof(errbuf));
 		if (rc != EYTZGPU_OK)
 		{
-			gpu_why(why, "GPU upload of the included columns", rc, errbuf);
+			gpu_why(why, "GPU upload of the included columns", device, rc, errbuf);
 			eytzgpu_free(h);
 			return false;
 		}
@@ -159,18 +187,16 @@ gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
 }
 
 /*
- * The matches (sorted by the GPU), and with s->want the keys and values
- * the GPU gathered for them, in match order.  hi is NULL for points (no
- * count pass on a unique index); ascending rows take the cheaper sort.
+ * Submit slot s's lookup to copy's GPU and return while it works (one
+ * batch in flight per copy).  hi is NULL for points (no count pass on a
+ * unique index); ascending rows take the cheaper sort.
  */
 static bool
-gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, bool ascending, EytzMatch *out)
+gpu_lookup_start(SvcCopy *copy, int device, EytzSvcSlot *s, const uint64 *lo,
+				 const uint64 *hi, const uint32 *rows, bool ascending)
 {
-	EytzGpuJoinResult res;
 	char		errbuf[256] = "";
 	uint32		mask = 0;
-	uint64		j;
 	int			c,
 				rc;
 
@@ -185,17 +211,42 @@ gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		rc = eytzgpu_join_columns(copy->gpu, mask, errbuf, sizeof(errbuf));
 		if (rc != EYTZGPU_OK)
 		{
-			gpu_why(s->why, "GPU column selection", rc, errbuf);
+			gpu_why(s->why, "GPU column selection", device, rc, errbuf);
 			return false;
 		}
 		copy->mask = mask;
 	}
-	rc = eytzgpu_lookup_join(copy->gpu, lo, hi, rows, s->nq, s->max,
-							 ascending ? EYTZGPU_ROWS_ASCENDING : 0, &res,
-							 errbuf, sizeof(errbuf));
+	rc = eytzgpu_lookup_join_submit(copy->gpu, lo, hi, rows, s->nq, s->max,
+									ascending ? EYTZGPU_ROWS_ASCENDING : 0,
+									errbuf, sizeof(errbuf));
 	if (rc != EYTZGPU_OK)
 	{
-		gpu_why(s->why, "GPU lookup", rc, errbuf);
+		gpu_why(s->why, "GPU lookup", device, rc, errbuf);
+		return false;
+	}
+	copy->in_flight = true;
+	return true;
+}
+
+/*
+ * Wait for the lookup gpu_lookup_start submitted: the matches (sorted by
+ * the GPU), and with s->want the keys and values the GPU gathered for
+ * them, in match order, into out
+ */
+static bool
+gpu_lookup_finish(SvcCopy *copy, int device, EytzSvcSlot *s, EytzMatch *out)
+{
+	EytzGpuJoinResult res;
+	char		errbuf[256] = "";
+	uint64		j;
+	int			c,
+				rc;
+
+	copy->in_flight = false;
+	rc = eytzgpu_lookup_join_wait(copy->gpu, &res, errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
+	{
+		gpu_why(s->why, "GPU lookup", device, rc, errbuf);
 		return false;
 	}
 	for (j = 0; j < res.nmatch; j++)
@@ -204,7 +255,7 @@ gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		out[j].row = res.rows[j];
 		out[j].unused = (uint32) j;
 	}
-	if (mask != 0)
+	if (copy->mask != 0)
 	{
 		const char *keys = res.columns[copy->key_column];
 		uint64	   *skeys = eytz_svc_keys((char *) out, s->max);
@@ -244,21 +295,29 @@ gpu_free(void *handle)
 
 #else							/* !EYTZ_HAVE_CUDA: the GPU state is never entered */
 
-static void
-gpu_name(char *detail, size_t len)
+static int
+gpu_devices(EytzSvcDevice *devices, int max)
 {
+	return 0;
 }
 
 static bool
-gpu_upload(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
+gpu_upload(SvcLoad *ld, int device, SvcCopy *copy, uint64 *bytes, char *why)
 {
 	strlcpy(why, "eytzgpu was built without CUDA", sizeof(((EytzSvcSlot *) NULL)->why));
 	return false;
 }
 
 static bool
-gpu_lookup(SvcCopy *copy, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, bool ascending, EytzMatch *out)
+gpu_lookup_start(SvcCopy *copy, int device, EytzSvcSlot *s, const uint64 *lo,
+				 const uint64 *hi, const uint32 *rows, bool ascending)
+{
+	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
+	return false;
+}
+
+static bool
+gpu_lookup_finish(SvcCopy *copy, int device, EytzSvcSlot *s, EytzMatch *out)
 {
 	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
 	return false;
@@ -292,8 +351,13 @@ pinned(int r)
 static void
 drop_copy(int r)
 {
+	EytzSvcDevice *dev;
+
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	dev = &eytz_svc->devices[eytz_svc->resident[r].device];
 	eytz_svc->bytes -= eytz_svc->resident[r].bytes;
+	dev->bytes -= eytz_svc->resident[r].bytes;
+	dev->copies--;
 	eytz_svc->resident[r].used = false;
 	LWLockRelease(eytz_svc->lock);
 	if (copies[r].gpu)
@@ -303,9 +367,9 @@ drop_copy(int r)
 	memset(&copies[r], 0, sizeof(SvcCopy));
 }
 
-/* The least recently used unpinned copy, or -1 */
+/* The least recently used unpinned copy on device d (any: -1), or -1 */
 static int
-lru_victim(void)
+lru_victim(int d)
 {
 	int			r,
 				best = -1;
@@ -313,21 +377,26 @@ lru_victim(void)
 	LWLockAcquire(eytz_svc->lock, LW_SHARED);
 	for (r = 0; r < EYTZ_SVC_MAX_RESIDENT; r++)
 		if (eytz_svc->resident[r].used && !pinned(r) &&
+			(d < 0 || eytz_svc->resident[r].device == d) &&
 			(best < 0 || eytz_svc->resident[r].last_used < eytz_svc->resident[best].last_used))
 			best = r;
 	LWLockRelease(eytz_svc->lock);
 	return best;
 }
 
-/* Evict until need more bytes fit eytzgpu.gpu_memory_limit; false if they cannot */
+/*
+ * Evict from device d until need more bytes fit its eytzgpu.gpu_memory_limit;
+ * false if they cannot
+ */
 static bool
-make_room(uint64 need)
+make_room(int d, uint64 need)
 {
 	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
+	EytzSvcDevice *dev = &eytz_svc->devices[d];
 
-	while (eytz_svc->bytes + loading_bytes + need > limit)
+	while (dev->bytes + dev->loading + need > limit)
 	{
-		int			r = lru_victim();
+		int			r = lru_victim(d);
 
 		if (r < 0)
 			return false;
@@ -348,7 +417,7 @@ drop_load(int i)
 		return;
 	if (ld->cxt)
 		MemoryContextDelete(ld->cxt);
-	loading_bytes -= ld->reserved;
+	eytz_svc->devices[ld->device].loading -= ld->reserved;
 	memset(ld, 0, sizeof(SvcLoad));
 }
 
@@ -380,6 +449,60 @@ alloc_or_null(MemoryContext cxt, uint64 bytes)
 	return p;
 }
 
+/*
+ * The devices that take copies, the one with the most room under its
+ * limit first (ties: the lower number); returns how many
+ */
+static int
+devices_by_room(int *order)
+{
+	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
+	int			n = 0;
+	int			d,
+				j;
+
+	for (d = 0; d < eytz_svc->ndevices; d++)
+	{
+		EytzSvcDevice *dev = &eytz_svc->devices[d];
+		uint64		used = dev->bytes + dev->loading;
+		uint64		room = used < limit ? limit - used : 0;
+
+		if (dev->failed)
+			continue;
+		for (j = n; j > 0; j--)
+		{
+			EytzSvcDevice *o = &eytz_svc->devices[order[j - 1]];
+			uint64		oused = o->bytes + o->loading;
+			uint64		oroom = oused < limit ? limit - oused : 0;
+
+			if (oroom >= room)
+				break;
+			order[j] = order[j - 1];
+		}
+		order[j] = d;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A device for a copy of need bytes: the one with the most room, after
+ * evicting there what must go; -1 if none can hold it.  tried: a bit per
+ * device tried already (not to try again).
+ */
+static int
+place_copy(uint64 need, uint32 tried)
+{
+	int			order[EYTZ_SVC_MAX_DEVICES];
+	int			n = devices_by_room(order);
+	int			j;
+
+	for (j = 0; j < n; j++)
+		if ((tried & (1U << order[j])) == 0 && make_room(order[j], need))
+			return order[j];
+	return -1;
+}
+
 static EytzSvcStatus
 load_begin(int i, EytzSvcSlot *s)
 {
@@ -387,7 +510,8 @@ load_begin(int i, EytzSvcSlot *s)
 	uint64		need = copy_estimate(&s->meta, &s->inc);
 	bool		ok;
 	int			r,
-				j;
+				j,
+				d;
 
 	drop_load(i);
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
@@ -404,12 +528,18 @@ load_begin(int i, EytzSvcSlot *s)
 		if (loads[j].active && memcmp(&loads[j].key, &s->key, sizeof(EytzSvcKey)) == 0)
 			return ST_BUSY;
 
-	if (!make_room(need))
+	if ((d = place_copy(need, 0)) < 0)
 	{
-		snprintf(s->why, sizeof(s->why),
-				 "index \"%s\" needs about " UINT64_FORMAT " MB of %s memory, more than eytzgpu.gpu_memory_limit of the eytzgpu service leaves",
-				 NameStr(s->name), need / (1024 * 1024) + 1,
-				 eytz_svc->state == SVC_GPU ? "GPU" : "service");
+		if (eytz_svc->ndevices > 1)
+			snprintf(s->why, sizeof(s->why),
+					 "index \"%s\" needs about " UINT64_FORMAT " MB of %s memory, more than eytzgpu.gpu_memory_limit leaves on any device of the service",
+					 NameStr(s->name), need / (1024 * 1024) + 1,
+					 eytz_svc->state == SVC_GPU ? "GPU" : "service");
+		else
+			snprintf(s->why, sizeof(s->why),
+					 "index \"%s\" needs about " UINT64_FORMAT " MB of %s memory, more than eytzgpu.gpu_memory_limit of the eytzgpu service leaves",
+					 NameStr(s->name), need / (1024 * 1024) + 1,
+					 eytz_svc->state == SVC_GPU ? "GPU" : "service");
 		return ST_FAILED;
 	}
 	ld->cxt = AllocSetContextCreate(svc_cxt, "eytzgpu service copy", ALLOCSET_SMALL_SIZES);
@@ -427,8 +557,9 @@ load_begin(int i, EytzSvcSlot *s)
 	ld->key = s->key;
 	ld->meta = s->meta;
 	ld->inc = s->inc;
+	ld->device = d;
 	ld->reserved = need;
-	loading_bytes += need;
+	eytz_svc->devices[d].loading += need;
 	if (!ok)
 	{
 		drop_load(i);
@@ -480,6 +611,7 @@ load_end(int i, EytzSvcSlot *s)
 	SvcLoad    *ld = &loads[i];
 	SvcCopy		copy;
 	uint64		bytes;
+	int			device;
 	int			r = -1;
 	int			old;
 
@@ -492,7 +624,7 @@ load_end(int i, EytzSvcSlot *s)
 	for (old = 0; old < EYTZ_SVC_MAX_RESIDENT && r < 0; old++)
 		if (!eytz_svc->resident[old].used)
 			r = old;
-	if (r < 0 && (r = lru_victim()) >= 0)
+	if (r < 0 && (r = lru_victim(-1)) >= 0)
 	{
 		drop_copy(r);
 		LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
@@ -511,11 +643,30 @@ load_end(int i, EytzSvcSlot *s)
 	copy.image.inc = ld->inc;
 	if (eytz_svc->state == SVC_GPU)
 	{
-		if (!gpu_upload(ld, &copy, &bytes, s->why))
+		uint32		tried = 0;
+
+		/* a GPU that is full or fails hands the copy to the next one */
+		while (!gpu_upload(ld, ld->device, &copy, &bytes, s->why))
 		{
-			drop_load(i);
-			return ST_FAILED;
+			int			d;
+
+			tried |= 1U << ld->device;
+			eytz_svc->devices[ld->device].loading -= ld->reserved;
+			eytz_svc->devices[ld->device].failures++;
+			if ((d = place_copy(ld->reserved, tried)) < 0)
+			{
+				eytz_svc->devices[ld->device].loading += ld->reserved;
+				drop_load(i);
+				return ST_FAILED;
+			}
+			ereport(LOG,
+					(errmsg("eytzgpu service: index \"%s\" goes to GPU %d: %s",
+							NameStr(s->name), d, s->why)));
+			s->why[0] = '\0';
+			ld->device = d;
+			eytz_svc->devices[d].loading += ld->reserved;
 		}
+		device = ld->device;
 		drop_load(i);
 	}
 	else
@@ -528,11 +679,16 @@ load_end(int i, EytzSvcSlot *s)
 		memcpy(copy.image.nulls, ld->nulls, sizeof(ld->nulls));
 		bytes = ld->reserved;
 		ld->cxt = NULL;
+		device = ld->device;
 		drop_load(i);
 	}
 	copies[r] = copy;
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
 	eytz_svc->resident[r].used = true;
+	eytz_svc->resident[r].device = device;
+	eytz_svc->devices[device].bytes += bytes;
+	eytz_svc->devices[device].copies++;
+	eytz_svc->devices[device].loads++;
 	eytz_svc->resident[r].key = s->key;
 	eytz_svc->resident[r].name = s->name;
 	eytz_svc->resident[r].ndead = copy.image.img.meta.ndead;
@@ -627,10 +783,15 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	}
 	/*
 	 * The first p queries sorted and searched; while their matches do not
-	 * all fit, p becomes the number of those searched that did (a prefix
-	 * of about that size fits most likely), down to the first query alone
+	 * all fit, p becomes a little less than the number of those searched
+	 * that did (a prefix of that size fits most likely), down to the
+	 * first query alone.  A batch of more queries than matches fit starts
+	 * from twice as many queries as fit (with misses, more queries fit
+	 * than matches): the seam asks for what is left of its chunk, often a
+	 * few matches, and sorting the whole window's queries for those costs
+	 * more than the search.
 	 */
-	p = s->nq;
+	p = s->nq <= s->max ? s->nq : Min(s->nq, 2 * s->max + 16);
 	for (;;)
 	{
 		uint32		done;
@@ -658,7 +819,8 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 								 0, p, hi, s->max, out, &n, st, false);
 		if (done == p)
 			break;
-		p = done;
+		/* a little fewer than the sorted pass took: a prefix that fits */
+		p = done - done / 8;
 	}
 	s->nq_done = p;
 	s->staged = s->want;
@@ -668,8 +830,12 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 	return true;
 }
 
+/*
+ * Answer slot s's lookup; on the GPU only submit it (*pending: then
+ * lookup_finish waits for it)
+ */
 static EytzSvcStatus
-lookup(EytzSvcSlot *s, char *window)
+lookup(EytzSvcSlot *s, char *window, bool *pending)
 {
 	int			r = s->resident;
 	const uint64 *lo = (const uint64 *) window;
@@ -695,16 +861,33 @@ lookup(EytzSvcSlot *s, char *window)
 		}
 	/* hi is NULL for points: the shape reads lo and rows then */
 	eytz_device_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
-	ok = eytz_svc->state == SVC_GPU ?
-		gpu_lookup(&copies[r], s, lo, hi, rows, ascending, out) :
-		cpu_lookup(r, s, lo, hi, rows, points, points && ascending, out);
+	if (eytz_svc->state == SVC_GPU)
+		ok = *pending = gpu_lookup_start(&copies[r], eytz_svc->resident[r].device,
+										 s, lo, hi, rows, ascending);
+	else
+		ok = cpu_lookup(r, s, lo, hi, rows, points, points && ascending, out);
 	/* finish counts the hit, under the lock it hands the answer over with */
 	return ok ? ST_OK : ST_FAILED;
 }
 
-/* Answer slot i's request; an error becomes a failed answer */
+/* The answer of slot i's lookup submitted to the GPU */
 static EytzSvcStatus
-answer(int i)
+lookup_finish(int i)
+{
+	EytzSvcSlot *s = &eytz_svc->slots[i];
+	int			r = s->resident;
+	EytzMatch  *out = (EytzMatch *) (eytz_svc_window(i) + eytz_svc_out_offset(s->nq));
+
+	return gpu_lookup_finish(&copies[r], eytz_svc->resident[r].device, s, out) ?
+		ST_OK : ST_FAILED;
+}
+
+/*
+ * Answer slot i's request; an error becomes a failed answer.  *pending: a
+ * lookup submitted to the GPU, answered by lookup_finish.
+ */
+static EytzSvcStatus
+answer(int i, bool *pending)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[i];
 	char	   *window = eytz_svc_window(i);
@@ -714,6 +897,7 @@ answer(int i)
 	s->nout = 0;
 	s->nq_done = 0;
 	s->staged = false;
+	*pending = false;
 	PG_TRY();
 	{
 		switch (s->op)
@@ -731,7 +915,7 @@ answer(int i)
 				status = load_end(i, s);
 				break;
 			case OP_LOOKUP:
-				status = lookup(s, window);
+				status = lookup(s, window, pending);
 				break;
 		}
 	}
@@ -806,7 +990,11 @@ finish(int i, EytzSvcStatus status)
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
 	s->status = status;
 	if (status == ST_FAILED)
+	{
 		eytz_svc->failures++;
+		if (s->op == OP_LOOKUP && s->resident >= 0 && eytz_svc->resident[s->resident].used)
+			eytz_svc->devices[eytz_svc->resident[s->resident].device].failures++;
+	}
 	else if (s->op == OP_LOOKUP && s->resident >= 0 &&
 			 eytz_svc->resident[s->resident].used)
 	{
@@ -815,6 +1003,7 @@ finish(int i, EytzSvcStatus status)
 		res->hits++;
 		res->last_used = ++eytz_svc->clock;
 		res->last_used_at = GetCurrentTimestamp();
+		eytz_svc->devices[res->device].hits++;
 		eytz_svc->hits++;
 	}
 	if (s->state == SLOT_ABANDONED || forsaken(s))
@@ -843,16 +1032,19 @@ drop_orphan_loads(void)
 }
 
 /*
- * The oldest submitted request, now marked as being answered; -1 if none.
- * The same pass frees the slots of owners that left while the worker
- * answered them, or that are gone (reclaim), and *loads_to_drop says
- * whether a freed slot may have left an upload behind.
+ * The requests of a round, oldest first, now marked as being answered
+ * (into taken, at most max; returns how many): at most one lookup per
+ * copy, as a copy answers one batch at a time, so that lookups of
+ * different copies (on one GPU, or on several) run at once.  The same pass
+ * frees the slots of owners that left while the worker answered them, or
+ * that are gone (reclaim), and *loads_to_drop says whether a freed slot
+ * may have left an upload behind.
  */
 static int
-next_request(bool *loads_to_drop)
+take_requests(int *taken, int max, bool *loads_to_drop)
 {
-	int			i,
-				best = -1;
+	int			n = 0;
+	int			i;
 
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
 	for (i = 0; i < eytz_svc->nslots; i++)
@@ -865,16 +1057,33 @@ next_request(bool *loads_to_drop)
 			free_slot(s);
 		if (loads[i].active && (s->state == SLOT_FREE || s->serial != loads[i].serial))
 			*loads_to_drop = true;
-		if (s->state == SLOT_FREE)
-			continue;
-		if (s->state == SLOT_SUBMITTED && s->incarnation == eytz_svc->incarnation &&
-			(best < 0 || s->seq < eytz_svc->slots[best].seq))
-			best = i;
 	}
-	if (best >= 0)
+	while (n < max)
+	{
+		int			best = -1;
+
+		for (i = 0; i < eytz_svc->nslots; i++)
+		{
+			EytzSvcSlot *s = &eytz_svc->slots[i];
+			bool		busy = false;
+			int			j;
+
+			if (s->state != SLOT_SUBMITTED || s->incarnation != eytz_svc->incarnation ||
+				(best >= 0 && s->seq >= eytz_svc->slots[best].seq))
+				continue;
+			for (j = 0; j < n && s->op == OP_LOOKUP; j++)
+				busy |= eytz_svc->slots[taken[j]].op == OP_LOOKUP &&
+					eytz_svc->slots[taken[j]].resident == s->resident;
+			if (!busy)
+				best = i;
+		}
+		if (best < 0)
+			break;
 		eytz_svc->slots[best].state = SLOT_WORKING;
+		taken[n++] = best;
+	}
 	LWLockRelease(eytz_svc->lock);
-	return best;
+	return n;
 }
 
 /*
@@ -893,6 +1102,42 @@ request_waiting(void)
 }
 
 
+/*
+ * GPU d failed other than for want of memory: with one GPU, the worker
+ * exits and the postmaster starts a fresh one (and context) a second
+ * later; with several, d takes no more copies and its copies are dropped
+ * (lookups pinning them fail: their joins continue on the CPU with a
+ * WARNING, and the next joins load the index on another GPU), until no GPU
+ * is left.
+ */
+static void
+device_failed(int d)
+{
+	int			left = 0;
+	int			r;
+
+	device_broken[d] = false;
+	if (eytz_svc->ndevices > 1)
+		ereport(LOG,
+				(errmsg("eytzgpu service stops using GPU %d after a failure: %s",
+						d, last_gpu_error)));
+	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+	eytz_svc->devices[d].failed = true;
+	for (r = 0; r < eytz_svc->ndevices; r++)
+		left += !eytz_svc->devices[r].failed;
+	LWLockRelease(eytz_svc->lock);
+	if (left == 0)
+	{
+		ereport(LOG,
+				(errmsg("eytzgpu service restarts after a GPU failure: %s",
+						last_gpu_error)));
+		proc_exit(1);
+	}
+	for (r = 0; r < EYTZ_SVC_MAX_RESIDENT; r++)
+		if (eytz_svc->resident[r].used && eytz_svc->resident[r].device == d)
+			drop_copy(r);
+}
+
 /* On exit: backends waiting on this incarnation go on without it */
 static void
 svc_exit(int code, Datum arg)
@@ -904,6 +1149,7 @@ svc_exit(int code, Datum arg)
 	eytz_svc->state = SVC_STOPPED;
 	eytz_svc->procno = EYTZ_INVALID_PROCNO;
 	eytz_svc->bytes = 0;
+	eytz_svc->ndevices = 0;
 	memset(eytz_svc->resident, 0, sizeof(eytz_svc->resident));
 	for (i = 0; i < eytz_svc->nslots; i++)
 	{
@@ -915,9 +1161,13 @@ svc_exit(int code, Datum arg)
 	LWLockRelease(eytz_svc->lock);
 }
 
-/* Start as a new incarnation with device state: old requests fail */
+/*
+ * Start as a new incarnation with device state and its ndevices devices:
+ * old requests fail
+ */
 static void
-svc_start(EytzSvcState state, const char *detail)
+svc_start(EytzSvcState state, const char *detail, const EytzSvcDevice *devices,
+		  int ndevices)
 {
 	int			i;
 
@@ -930,6 +1180,8 @@ svc_start(EytzSvcState state, const char *detail)
 	strlcpy(eytz_svc->detail, detail, sizeof(eytz_svc->detail));
 	eytz_svc->bytes = 0;
 	memset(eytz_svc->resident, 0, sizeof(eytz_svc->resident));
+	eytz_svc->ndevices = ndevices;
+	memcpy(eytz_svc->devices, devices, sizeof(EytzSvcDevice) * ndevices);
 	for (i = 0; i < eytz_svc->nslots; i++)
 	{
 		EytzSvcSlot *s = &eytz_svc->slots[i];
@@ -948,18 +1200,38 @@ svc_start(EytzSvcState state, const char *detail)
 	on_shmem_exit(svc_exit, (Datum) 0);
 }
 
-/* The device eytzgpu.service_device asks for and this machine has */
+/*
+ * The device eytzgpu.service_device asks for and this machine has, and
+ * its devices (*ndevices of them): every GPU CUDA shows, or
+ * eytzgpu.service_cpu_devices CPU ones
+ */
 static EytzSvcState
-choose_device(char *detail, size_t len)
+choose_device(char *detail, size_t len, EytzSvcDevice *devices, int *ndevices)
 {
 	char	   *why = NULL;
+	int			d;
 
 	detail[0] = '\0';
+	*ndevices = 0;
 	if (eytz_service_device == EYTZ_SERVICE_CPU)
-		return SVC_CPU;
-	if (eytz_device_available(&why))
 	{
-		gpu_name(detail, len);
+		*ndevices = Min(eytz_service_cpu_devices, EYTZ_SVC_MAX_DEVICES);
+		for (d = 0; d < *ndevices; d++)
+		{
+			memset(&devices[d], 0, sizeof(EytzSvcDevice));
+			snprintf(devices[d].name, sizeof(devices[d].name), "cpu %d", d);
+		}
+		if (*ndevices > 1)
+			snprintf(detail, len, "%d CPU devices", *ndevices);
+		return SVC_CPU;
+	}
+	if (eytz_device_available(&why) &&
+		(*ndevices = gpu_devices(devices, EYTZ_SVC_MAX_DEVICES)) > 0)
+	{
+		if (*ndevices == 1)
+			strlcpy(detail, devices[0].name, len);
+		else
+			snprintf(detail, len, "%d GPUs: %s", *ndevices, devices[0].name);
 		return SVC_GPU;
 	}
 	strlcpy(detail, why, len);
@@ -974,6 +1246,8 @@ eytz_service_main(Datum arg)
 {
 	char		detail[128];
 	EytzSvcState state;
+	EytzSvcDevice devices[EYTZ_SVC_MAX_DEVICES];
+	int			ndevices;
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -987,8 +1261,8 @@ eytz_service_main(Datum arg)
 									ALLOCSET_DEFAULT_SIZES);
 	loads = MemoryContextAllocZero(svc_cxt, sizeof(SvcLoad) * eytz_svc->nslots);
 	MemoryContextSwitchTo(svc_cxt);
-	state = choose_device(detail, sizeof(detail));
-	svc_start(state, detail);
+	state = choose_device(detail, sizeof(detail), devices, &ndevices);
+	svc_start(state, detail, devices, ndevices);
 	ereport(LOG,
 			(errmsg("eytzgpu service started: %s%s%s",
 					state == SVC_GPU ? "GPU" : state == SVC_CPU ? "CPU images" : "sleeping",
@@ -996,7 +1270,11 @@ eytz_service_main(Datum arg)
 
 	for (;;)
 	{
-		int			i;
+		int			taken[EYTZ_SVC_ROUND];
+		bool		pending[EYTZ_SVC_ROUND];
+		int			n,
+					k,
+					d;
 
 		ResetLatch(MyLatch);
 		progress(0);
@@ -1013,21 +1291,22 @@ eytz_service_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			if (state != SVC_SLEEPING)
-				(void) make_room(0);
+			for (d = 0; state != SVC_SLEEPING && d < eytz_svc->ndevices; d++)
+				(void) make_room(d, 0);
 		}
 		for (;;)
 		{
 			bool		orphans = false;
 			TimestampTz spin_until;
 			int			spins;
+			int64		allow = 0;
 
 			if (state == SVC_SLEEPING)
 				break;
-			i = next_request(&orphans);
+			n = take_requests(taken, EYTZ_SVC_ROUND, &orphans);
 			if (orphans)
 				drop_orphan_loads();
-			if (i < 0)
+			if (n == 0)
 			{
 				/*
 				 * Before sleeping, look for a next request for EYTZ_SVC_SPIN_US:
@@ -1041,18 +1320,30 @@ eytz_service_main(Datum arg)
 					break;
 				continue;
 			}
-			progress(request_allowance(i));
-			finish(i, answer(i));
+			for (k = 0; k < n; k++)
+				allow += request_allowance(taken[k]);
+			progress(allow);
+
+			/*
+			 * Submit the round's GPU lookups and answer the rest at once;
+			 * then wait for the GPU's answers in turn, while the others run
+			 */
+			for (k = 0; k < n; k++)
+			{
+				EytzSvcStatus status = answer(taken[k], &pending[k]);
+
+				if (!pending[k])
+					finish(taken[k], status);
+			}
+			for (k = 0; k < n; k++)
+				if (pending[k])
+					finish(taken[k], lookup_finish(taken[k]));
 			progress(0);
 			if (ProcSignalBarrierPending)
 				ProcessProcSignalBarrier();
-			if (gpu_broken)
-			{
-				ereport(LOG,
-						(errmsg("eytzgpu service restarts after a GPU failure: %s",
-								eytz_svc->slots[i].why)));
-				proc_exit(1);
-			}
+			for (d = 0; d < eytz_svc->ndevices; d++)
+				if (device_broken[d])
+					device_failed(d);
 			if (ShutdownRequestPending)
 				proc_exit(1);
 		}

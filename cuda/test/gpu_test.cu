@@ -1358,6 +1358,103 @@ test_errors(void)
 	}
 }
 
+/*
+ * Every visible GPU (the service's contexts): the count, a device beyond
+ * it refused, and an index built on each device answering a join batch
+ * submitted to all of them before any is waited for (the service's round),
+ * each answer checked against a count of the keys
+ */
+static void
+test_devices(void)
+{
+	char		err[256];
+	int			count = 0;
+	const uint64_t n = 50000;
+	const uint64_t nq = 4000;
+	std::vector<uint64_t> keys(n),
+				pays(n),
+				lo(nq);
+	std::vector<uint32_t> rows(nq);
+	std::vector<uint64_t> want(nq, 0);
+	std::vector<EytzGpuIndex *> hs;
+	EytzGpuIndex *h = NULL;
+
+	if (eytzgpu_device_count(&count, err, sizeof(err)) != EYTZGPU_OK || count < 1)
+	{
+		FAIL("device count: %s", err);
+		return;
+	}
+	printf("devices: %d visible\n", count);
+	if (eytzgpu_probe(count, NULL, err, sizeof(err)) == EYTZGPU_ENODEV &&
+		eytzgpu_build(count, keys.data(), pays.data(), 1, 8, 9, 0, NULL, NULL, &h, NULL, err,
+					  sizeof(err)) == EYTZGPU_ENODEV && h == NULL &&
+		eytzgpu_device_count(NULL, err, sizeof(err)) == EYTZGPU_EINVAL)
+		passed++;
+	else
+		FAIL("a device beyond the count (or a NULL count) accepted");
+	/* keys 0..n/2 twice each (duplicates), payloads ascending */
+	for (uint64_t i = 0; i < n; i++)
+	{
+		keys[i] = (i * 7919) % (n / 2);
+		pays[i] = i + 1;
+	}
+	for (uint64_t i = 0; i < nq; i++)
+	{
+		lo[i] = (i * 104729) % (n / 2 + n / 10);	/* a tenth of misses */
+		rows[i] = (uint32_t) i;
+		want[i] = lo[i] < n / 2 ? 2 : 0;
+	}
+	for (int d = 0; d < count; d++)
+	{
+		h = NULL;
+		int			rc = eytzgpu_build(d, keys.data(), pays.data(), n, 8, 9, 0, NULL, NULL, &h, NULL,
+									   err, sizeof(err));
+
+		if (rc != EYTZGPU_OK)
+		{
+			FAIL("build on GPU %d: rc=%d %s", d, rc, err);
+			continue;
+		}
+		hs.push_back(h);
+	}
+	for (size_t d = 0; d < hs.size(); d++)
+		if (eytzgpu_lookup_join_submit(hs[d], lo.data(), NULL, rows.data(), nq, nq * 2,
+									   EYTZGPU_ROWS_ASCENDING, err, sizeof(err)) != EYTZGPU_OK)
+			FAIL("submit on GPU %zu: %s", d, err);
+	for (size_t d = 0; d < hs.size(); d++)
+	{
+		EytzGpuJoinResult res;
+		std::vector<uint64_t> got(nq, 0);
+		uint64_t	total = 0;
+		bool		ok = true;
+
+		if (eytzgpu_lookup_join_wait(hs[d], &res, err, sizeof(err)) != EYTZGPU_OK)
+		{
+			FAIL("wait on GPU %zu: %s", d, err);
+			continue;
+		}
+		for (uint64_t j = 0; j < res.nmatch; j++)
+		{
+			uint64_t	p = res.payloads[j];
+
+			ok &= res.rows[j] < nq && p >= 1 && p <= n && keys[p - 1] == lo[res.rows[j]];
+			if (res.rows[j] < nq)
+				got[res.rows[j]]++;
+		}
+		for (uint64_t i = 0; i < nq; i++)
+		{
+			ok &= got[i] == want[i];
+			total += want[i];
+		}
+		if (ok && res.nq_done == nq && res.nmatch == total)
+			passed++;
+		else
+			FAIL("GPU %zu: wrong join answer (%llu matches)", d, (unsigned long long) res.nmatch);
+	}
+	for (size_t d = 0; d < hs.size(); d++)
+		eytzgpu_free(hs[d]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1393,6 +1490,7 @@ main(int argc, char **argv)
 		return failed ? 1 : 0;
 	}
 	test_errors();
+	test_devices();
 	test_fused_sizes<uint32_t>(4, 9, quick);
 	if (!tiny)
 		test_fused_sizes<uint64_t>(8, 2, quick);

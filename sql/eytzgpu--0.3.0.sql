@@ -1,4 +1,4 @@
-/* eytzgpu--0.2.0.sql: the eytzgpu access method, its operator classes and functions */
+/* eytzgpu--0.3.0.sql: the eytzgpu access method, its operator classes and functions */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION eytzgpu" to load this file. \quit
@@ -35,9 +35,15 @@ COMMENT ON FUNCTION eytzgpu_service_status() IS 'the eytzgpu service (shared_pre
 CREATE FUNCTION eytzgpu_service_resident(
 	OUT database oid, OUT index_oid oid, OUT index_name name, OUT relfilenode oid,
 	OUT generation bigint, OUT entries bigint, OUT bytes bigint, OUT hits bigint,
-	OUT last_used timestamptz)
+	OUT last_used timestamptz, OUT gpu int)
 	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION eytzgpu_service_resident() IS 'the index generations resident in the eytzgpu service, most recently used first; for pg_monitor';
+COMMENT ON FUNCTION eytzgpu_service_resident() IS 'the index generations resident in the eytzgpu service, most recently used first, and the device of each; for pg_monitor';
+
+CREATE FUNCTION eytzgpu_service_gpus(
+	OUT gpu int, OUT kind text, OUT name text, OUT state text, OUT copies int,
+	OUT bytes bigint, OUT loads bigint, OUT hits bigint, OUT failures bigint)
+	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON FUNCTION eytzgpu_service_gpus() IS 'the devices of the eytzgpu service, one row each: what each holds and whether it failed; for pg_monitor';
 
 -- integer_ops
 CREATE OPERATOR FAMILY integer_ops USING eytzgpu;
