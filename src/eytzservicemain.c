@@ -1,23 +1,27 @@
 /*
  * eytzservicemain.c
  *		The eytzgpu service worker (eytzservice.h): one process that holds
- *		the device and the resident copies, and answers the backends'
- *		requests one at a time, oldest first.
+ *		the devices and the resident copies, and answers the backends'
+ *		requests in rounds, oldest first: on the GPU the lookups of
+ *		different copies of a round run at once.
  *
- * Its device is chosen at start from eytzgpu.service_device: the GPU (the
- * only CUDA context of the server: the library of cuda/eytzgpu_cuda.h is
- * called from here and from eytzdevice.c only), or a CPU image of each
- * index searched with the seam's own batched search (eytzimage.c), or none:
- * without a GPU at 'auto' it sleeps and backends answer themselves.  The
- * copies are bounded by eytzgpu.gpu_memory_limit as this process reads it
- * (postgresql.conf, reloaded on SIGHUP); unpinned copies are evicted least
+ * Its devices are chosen at start from eytzgpu.service_device: every GPU
+ * CUDA shows it, a context each (the only CUDA contexts of the server: the
+ * library of cuda/eytzgpu_cuda.h is called from here and from eytzdevice.c
+ * only), or CPU images of each index searched with the seam's own batched
+ * search (eytzimage.c) on eytzgpu.service_cpu_devices pseudo-devices, or
+ * none: without a GPU at 'auto' it sleeps and backends answer themselves.
+ * Each device's copies are bounded by eytzgpu.gpu_memory_limit as this
+ * process reads it (postgresql.conf, reloaded on SIGHUP); a copy goes to
+ * the device with the most room, and unpinned copies are evicted least
  * recently used first.  A request that raises an error (a damaged node in
  * a CPU image) is answered with its message; a GPU failure other than
- * memory ends the process after the answer, and the postmaster starts a
- * fresh one (and CUDA context) a second later.  Shutdown or a restart makes
- * every waiting backend continue on its CPU path.  The progress mark
- * (eytzservice.h) moves at every turn of the main loop and with every
- * request taken and answered.
+ * memory drops that GPU (its copies' requests fail, their joins continue
+ * on the CPU), and with no GPU left ends the process after the round's
+ * answers: the postmaster starts a fresh one (and CUDA contexts) a second
+ * later.  Shutdown or a restart makes every waiting backend continue on
+ * its CPU path.  The progress mark (eytzservice.h) moves at every turn of
+ * the main loop and with every round taken and answered.
  */
 #include "postgres.h"
 
