@@ -160,8 +160,10 @@ if [ "${SKIP_TAP:-0}" = 1 ]; then
 	:
 elif command -v prove >/dev/null; then
 	rm -rf /tmp/tap && mkdir -p /tmp/tap && cp -r t bench /tmp/tap/ && chown -R postgres /tmp/tap
+	# IPC::Run, carried in .gpu/perl5 or bench/perl5
+	[ -d .gpu/perl5 ] && cp -r .gpu/perl5 /tmp/tap/ && chown -R postgres /tmp/tap/perl5
 	pgxs=$($PG_CONFIG --pgxs | sed 's,/src/makefiles/pgxs.mk,,')
-	export PERL5LIB=$pgxs/src/test/perl:/tmp/tap/bench/perl5
+	export PERL5LIB=$pgxs/src/test/perl:/tmp/tap/perl5:/tmp/tap/bench/perl5
 	for t in t/040_service.pl t/041_service_stall.pl; do
 		su postgres -s /bin/bash -c "cd /tmp/tap && env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH PERL5LIB=$PERL5LIB PG_REGRESS=$pgxs/src/test/regress/pg_regress EYTZ_SERVICE_DEVICE=gpu TZ=UTC PGOPTIONS= timeout ${TAP_TIMEOUT:-120} prove -v $t" >"$OUT/tap_$(basename "$t" .pl).txt" 2>&1
 		echo "$t with the GPU: rc $?, $(grep -c '^ok' "$OUT/tap_$(basename "$t" .pl).txt") ok, $(grep -c '^not ok' "$OUT/tap_$(basename "$t" .pl).txt") not ok" | tee -a "$OUT/summary.txt"
