@@ -21,6 +21,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# one GPU: the eviction checks below fill one device's eytzgpu.gpu_memory_limit
+# (t/042 places copies over several devices)
+$ENV{CUDA_VISIBLE_DEVICES} = (split /,/, ($ENV{CUDA_VISIBLE_DEVICES} // '0'))[0];
+
 my $device = $ENV{EYTZ_SERVICE_DEVICE} // 'cpu';
 my $node = PostgreSQL::Test::Cluster->new('service');
 $node->init;
