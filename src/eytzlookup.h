@@ -35,6 +35,7 @@
 #include "eytzgpu.h"
 #include "eytzinclude.h"		/* EYTZ_MAX_INCLUDE */
 #include "eytzmatch.h"			/* EytzMatch */
+#include "storage/dsm.h"
 
 /* What a view did so far (EXPLAIN ANALYZE) */
 typedef struct EytzLookupStats
@@ -164,6 +165,51 @@ extern void eytz_lookup_end(EytzLookup *lk);
  * lookups now?  Then a parallel join's workers need no image of their own.
  */
 extern bool eytz_lookup_service_answers(void);
+
+/*
+ * Parallel joins: the workers take up the leader's cached image of the
+ * index instead of each loading its own (reading and checking every page),
+ * in place where the leader keeps it in shared memory, else copied through
+ * the query's shared memory (eytzlookupshare.c).  Workers that the GPU
+ * service answers need none.
+ */
+typedef enum EytzShareKind
+{
+	EYTZ_SHARE_NONE,			/* none shared (or no longer there): the
+								 * worker's lookup pins its own view */
+	EYTZ_SHARE_COPIED,			/* copied into the worker's memory */
+	EYTZ_SHARE_IN_PLACE			/* searched in the leader's kept image */
+} EytzShareKind;
+
+/* In the query's shared memory: where the workers find the leader's image */
+typedef struct EytzLookupShared
+{
+	bool		has_image;
+	bool		image_kept;
+	dsm_handle	image_handle;
+	EytzMetaPageData image_meta;
+} EytzLookupShared;
+
+/* The leader's side: the image it shares, pinned until the query ends */
+typedef struct EytzLookupShare EytzLookupShare;
+
+/*
+ * Leader, before the query's shared memory is sized: the bytes of a copy of
+ * the image the caller must leave room for (0: a kept image, or none to
+ * share).  *share is made in query_cxt at the first call and reused when a
+ * Gather sets up its shared memory again.
+ */
+extern Size eytz_lookup_share_estimate(EytzLookupShare **share, Relation index,
+									   MemoryContext query_cxt);
+/* Leader: fill shared, and copy the image to copy (when the estimate asked for room) */
+extern void eytz_lookup_share_init(EytzLookupShare *share, Relation index,
+								   EytzLookupShared *shared, void *copy);
+/* Leader, for EXPLAIN: the queries its kept image served, or whether it copied it */
+extern void eytz_lookup_share_report(const EytzLookupShare *share,
+									 uint64 *kept_queries, bool *copied);
+/* Worker: take up the leader's image (copy: where share_init put a copy) */
+extern EytzShareKind eytz_lookup_attach(Relation index, const EytzLookupShared *shared,
+										void *copy);
 
 /*
  * For the planner: the cost of pinning a view of indexoid for a scan that
