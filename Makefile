@@ -20,13 +20,15 @@ MODULE_big = eytzgpu
 DATA = $(wildcard sql/eytzgpu--*.sql)
 PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"
 
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# src/<subsystem>/*.c (README, Development: the table of files)
+SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*/*.c)))
 
 REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/eytzgpu--%,$(sort $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 PG_CONFIG ?= pg_config
-PG_CPPFLAGS += -Icuda -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+PG_CPPFLAGS += -Icuda -Isrc $(addprefix -I,$(SRC_DIRS)) -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 ifdef SANITIZE
 PG_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
@@ -68,7 +70,7 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
 	@echo "== nvcc: $@ done"
 endif
 
-$(OBJS): $(wildcard src/*.h cuda/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h cuda/*.h)
 
 # Rewritten only when the configuration changes, so that make rebuilds then:
 # the C objects depend on the PostgreSQL and on whether CUDA is in, the

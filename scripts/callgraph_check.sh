@@ -6,7 +6,7 @@
 # reaches back, through the functions it calls, to a file that calls it
 # (issue 14).  Run after a build; exits non-zero and names the loop if there
 # is one.  Only objects of src/*.c that exist today are read (a stale object
-# of a removed file is ignored).
+# of a removed file is ignored); files are named by their subsystem folder.
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/../src"
@@ -15,7 +15,7 @@ defs=$(mktemp)
 edges=$(mktemp)
 trap 'rm -f "$defs" "$edges"' EXIT
 objs=()
-for c in *.c; do
+for c in */*.c; do
 	o=${c%.c}.o
 	[ -f "$o" ] || { echo "callgraph_check: $o missing: build first" >&2; exit 1; }
 	objs+=("$o")

@@ -34,7 +34,7 @@ if [ -n "${PREBUILT:-}" ]; then
 		cp "$REPO"/eytzgpu.control "$REPO"/sql/eytzgpu--*.sql "$("$PG_CONFIG" --sharedir)/extension/" ||
 		exit 1
 else
-	rm -f "$WORK"/src/src/*.o "$WORK"/src/src/*.bc "$WORK"/src/eytzgpu.so
+	rm -f "$WORK"/src/src/*/*.o "$WORK"/src/src/*/*.bc "$WORK"/src/eytzgpu.so
 	make -C "$WORK/src" -s -j"$(nproc)" PG_CONFIG="$PG_CONFIG" SANITIZE="$SANITIZE" with_llvm=no "$@" ||
 		exit 1
 	make -C "$WORK/src" -s install PG_CONFIG="$PG_CONFIG" SANITIZE="$SANITIZE" with_llvm=no "$@" >/dev/null ||

@@ -23,8 +23,12 @@
 #include "utils/tuplesort.h"
 
 #if PG_VERSION_NUM >= 180000
-/* 18 moved ExplainProperty*() and the EXPLAIN groups out of explain.h */
+/*
+ * 18 moved ExplainProperty*() and the EXPLAIN groups out of explain.h, and
+ * ExplainState into explain_state.h
+ */
 #include "commands/explain_format.h"
+#include "commands/explain_state.h"
 #endif
 
 #if PG_VERSION_NUM < 150000

@@ -12,7 +12,7 @@
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
-#include "eytzmatch.h"
+#include "eytzmatchsort.h"
 
 typedef struct EytzHeapFetch EytzHeapFetch;
 

@@ -3,7 +3,7 @@
  *		Index scans (amgettuple, amgetbitmap) of eytzgpu.
  *
  * The scan keys become disjoint key ranges (eytzkeys.c), and a search
- * cursor (eytzsearch.c) hands out their TIDs a chunk at a time.  amgettuple
+ * cursor (eytzcursor.c) hands out their TIDs a chunk at a time.  amgettuple
  * sorts each chunk into heap order and returns it TID by TID; chunks start
  * small, so that LIMIT 1 reads a few pages, and double up to work_mem.
  * Recheck is set: the TIDs come from pages no pin protects once read, so

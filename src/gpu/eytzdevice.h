@@ -12,8 +12,8 @@
 #ifndef EYTZDEVICE_H
 #define EYTZDEVICE_H
 
-#include "eytzgpu.h"
-#include "eytzmatch.h"
+#include "eytzam.h"
+#include "eytzmatchsort.h"
 
 /* eytzgpu.device */
 #define EYTZ_DEVICE_AUTO	0

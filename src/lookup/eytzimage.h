@@ -9,10 +9,10 @@
 
 #include "storage/dsm.h"
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 #include "eytzcache.h"
 #include "eytzinclude.h"
-#include "eytzmatch.h"
+#include "eytzmatchsort.h"
 
 /* GUC: eytzgpu.image_cache_limit (MB) */
 extern int	eytz_image_cache_limit_mb;
@@ -22,7 +22,7 @@ extern void eytz_image_init(void);
 
 /*
  * A cached, read-only copy of one generation of an index's layout, with
- * its included columns (src/eytzinclude.h): per column the values in slot
+ * its included columns (eytzinclude.h): per column the values in slot
  * order (inc.width[c] bytes each) and the NULL bitmap.  img.meta is the
  * metapage as read before the load: a later VACUUM may have tombstoned
  * entries since (meta.ndead tells).

@@ -24,7 +24,7 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 
 static char *
 opfamily_name(Oid opfamilyoid)

@@ -32,9 +32,9 @@
 #ifndef EYTZLOOKUP_H
 #define EYTZLOOKUP_H
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 #include "eytzinclude.h"		/* EYTZ_MAX_INCLUDE */
-#include "eytzmatch.h"			/* EytzMatch */
+#include "eytzmatchsort.h"			/* EytzMatch */
 #include "storage/dsm.h"
 
 /* What a view did so far (EXPLAIN ANALYZE) */

@@ -54,7 +54,7 @@
 #include "utils/snapshot.h"
 
 #include "eytzcompat.h"
-#include "eytzgpu.h"
+#include "eytzam.h"
 #include "eytzheap.h"
 
 /*

@@ -8,7 +8,7 @@
 #ifndef EYTZJOIN_H
 #define EYTZJOIN_H
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"

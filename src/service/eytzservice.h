@@ -33,9 +33,9 @@
 #ifndef EYTZSERVICE_H
 #define EYTZSERVICE_H
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 #include "eytzinclude.h"
-#include "eytzmatch.h"
+#include "eytzmatchsort.h"
 
 /* eytzgpu.service_device */
 #define EYTZ_SERVICE_OFF	0

@@ -26,8 +26,8 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "eytzgpu.h"
-#include "eytzmatch.h"			/* eytz_sort_u64 */
+#include "eytzam.h"
+#include "eytzmatchsort.h"			/* eytz_sort_u64 */
 
 #define SIGN32 UINT64CONST(0x80000000)
 #define SIGN64 UINT64CONST(0x8000000000000000)

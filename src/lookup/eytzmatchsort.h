@@ -1,16 +1,16 @@
 /*
- * eytzmatch.h
+ * eytzmatchsort.h
  *		A match of the batched join, (heap TID, batch row), its sort and the
  *		allocation of large arrays: a leaf shared by the lookup seam
  *		(eytzlookup.c), the CPU search (eytzimage.c) and the GPU glue
  *		(eytzdevice.c).
  */
-#ifndef EYTZMATCH_H
-#define EYTZMATCH_H
+#ifndef EYTZMATCHSORT_H
+#define EYTZMATCHSORT_H
 
 #include "postgres.h"
 
-#include "eytzgpu.h"			/* EYTZ_MAX_INCLUDE */
+#include "eytzam.h"			/* EYTZ_MAX_INCLUDE */
 
 /* One match: a packed TID (eytz_tid_pack) and the batch row that asked */
 typedef struct EytzMatch
@@ -93,4 +93,4 @@ extern void eytz_advise_huge(void *p, Size size);
 extern void *eytz_scratch_alloc(MemoryContext cxt, Size size);
 extern void eytz_scratch_free(void *p);
 
-#endif							/* EYTZMATCH_H */
+#endif							/* EYTZMATCHSORT_H */

@@ -7,7 +7,7 @@
  * A view is one of
  *	- the index pages through the buffer manager (EYTZ_VIEW_PAGES): nothing is
  *	  loaded, each key costs a few buffer accesses per level, as an index
- *	  scan does (the same reader: EytzRangeCursor of eytzsearch.c, over the
+ *	  scan does (the same reader: EytzRangeCursor of eytzcursor.c, over the
  *	  page layer's checked EytzRegionReader): right for the few keys of a
  *	  cold start;
  *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per

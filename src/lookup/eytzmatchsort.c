@@ -1,5 +1,5 @@
 /*
- * eytzmatch.c
+ * eytzmatchsort.c
  *		Sorting the batched join's matches by (heap TID, batch row), and the
  *		allocation of the seam's large arrays.
  *
@@ -24,7 +24,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "eytzmatch.h"
+#include "eytzmatchsort.h"
 
 /*
  * The first digit has at most 11 bits: 2048 buckets of scatter targets stay

@@ -5,7 +5,7 @@
  *
  * The scan keys have already become sorted, disjoint key ranges
  * (eytzkeys.c: the array's keys sorted and deduplicated once).  Instead of
- * one descent from the root per range, as eytzsearch.c's cursor does, the
+ * one descent from the root per range, as eytzcursor.c's cursor does, the
  * ranges go to the lookup seam in slices of at most a work_mem's worth, and
  * each slice is answered by one batched walk of the view the seam chooses
  * for that many keys: the index pages for a few, the CPU image or the GPU
@@ -26,7 +26,7 @@
  * reused by a tuple this snapshot does not see, so the executor needs no
  * recheck (as for btree, which drops its page pins under MVCC snapshots).  A
  * chunk that is not current is resolved against the index as it is now:
- * the chunk's queries are searched again through the pages (eytzsearch.c),
+ * the chunk's queries are searched again through the pages (eytzcursor.c),
  * and a match whose TID is no longer among their entries is dropped.
  *
  * Index-only scans also need each match's key and included values (the key

@@ -1,5 +1,5 @@
 /*
- * eytzsearch.c
+ * eytzcursor.c
  *		CPU search of an eytzgpu index through the buffer manager, a chunk of
  *		TIDs at a time.
  *

@@ -17,7 +17,7 @@
 #include "commands/vacuum.h"
 #include "utils/guc.h"
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
 #include "eytzservice.h"

@@ -33,7 +33,7 @@
 #include "utils/syscache.h"
 #include "access/relation.h"
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 #include "eytzlookup.h"
 
 /*

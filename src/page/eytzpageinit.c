@@ -1,5 +1,5 @@
 /*
- * eytzutils.c
+ * eytzpageinit.c
  *		Page and layout helpers of the eytzgpu access method.
  */
 #include "postgres.h"
@@ -13,7 +13,7 @@
 #include "utils/guc.h"
 #include "utils/rel.h"
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 
 /*
  * Fan-out (2: EBS) and pending limit of an index about to hold n entries:

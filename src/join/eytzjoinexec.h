@@ -16,6 +16,7 @@
 #include "nodes/execnodes.h"
 #include "portability/instr_time.h"
 
+#include "eytzcompat.h"
 #include "eytzheap.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"

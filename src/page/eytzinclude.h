@@ -16,7 +16,7 @@
 
 #include "access/tupmacs.h"
 
-#include "eytzgpu.h"
+#include "eytzam.h"
 
 /* bits of a NULL page */
 #define EYTZ_NULLS_PER_PAGE ((uint64) EYTZ_PAGE_CAPACITY * 8)

@@ -1,5 +1,5 @@
 /*
- * eytzinfo.c
+ * eytzinspect.c
  *		SQL functions eytzgpu_info() and eytzgpu_verify().
  *
  * eytzgpu_verify() is the amcheck of eytzgpu: through the page layer it

@@ -12,7 +12,7 @@
  * starts where its path leaves the previous query's (the levels above are
  * not searched again, only their first candidate compared), and the slots
  * right of each new node are prefetched for the queries that follow.  Each
- * level is the per-level range scan of the paper (as in eytzsearch.c) on
+ * level is the per-level range scan of the paper (as in eytzcursor.c) on
  * flat arrays.  Matches are first recorded as layout positions and resolved
  * to TIDs in a second pass that prefetches ahead, so the TID array's misses
  * overlap too (resolving them in the walk measured 20-40% slower).
