@@ -250,8 +250,15 @@ is($node->safe_psql('postgres', "$force $diff"), '0', 'the newest generation ans
 is(status('slots_in_use'), '0', 'no slot held after the sessions');
 cmp_ok(status('hits'), '>', 50, 'the service answered them');
 
-# LRU eviction: a limit that holds one of the two indexes only
-my $limit = $device eq 'gpu' ? '7MB' : '4MB';
+# LRU eviction: a limit that holds one of the two indexes only, from the
+# sizes of their copies (whole MB, the setting's unit)
+$node->safe_psql('postgres', "$force SELECT count(*) FROM o JOIN t ON t.k = o.k");
+$node->safe_psql('postgres', "$force $diff8");
+my ($big, $sum) = split /\|/, $node->safe_psql('postgres',
+	"SELECT max(bytes), sum(bytes) FROM eytzgpu_service_resident() WHERE index_name IN ('t_k', 't8_k')");
+my $limit_mb = int(($big + 1048575) / 1048576);
+cmp_ok($sum, '>', $limit_mb * 1048576, "one copy fits ${limit_mb}MB, not both");
+my $limit = "${limit_mb}MB";
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET eytzgpu.gpu_memory_limit = '$limit'; SELECT pg_reload_conf()");
 usleep(500_000);
