@@ -13,7 +13,7 @@ SET temp_buffers = '800kB';
 
 -- 40000 inner rows over some 300 blocks, keys scattered over the heap with
 -- duplicates; outer keys with repeats and misses
-CREATE TABLE jh_inner (k int4, v int4, pad text) WITH (fillfactor = 70);
+CREATE TABLE jh_inner (k int4, v int4, pad text) WITH (fillfactor = 70, autovacuum_enabled = off);
 INSERT INTO jh_inner SELECT (g * 7919) % 20011, g, repeat('x', g % 40) FROM generate_series(1, 40000) g;
 CREATE INDEX jh_inner_k ON jh_inner USING eytzgpu (k);
 CREATE TABLE jh_outer (k int4, x int4, n int4, t text);

@@ -55,6 +55,7 @@
 #include "eytzcompat.h"
 #include "eytzimage.h"
 #include "eytzjoin.h"
+#include "eytzjoinleaves.h"
 #include "eytzlookup.h"
 #include "eytzouter.h"
 
@@ -83,11 +84,12 @@ static Oid	eytz_am_oid = InvalidOid;
 /* The CustomPath's custom_private */
 enum EytzPathPrivateIndex
 {
-	EYTZ_PATH_INDEXOID,			/* OIDs of the index and its table */
-	EYTZ_PATH_HEAPOID,
+	EYTZ_PATH_INDEXOIDS,		/* per leaf: OIDs of the index and its table */
+	EYTZ_PATH_HEAPOIDS,
 	EYTZ_PATH_JOINTYPE,
 	EYTZ_PATH_SINGLE_MATCH,
-	EYTZ_PATH_KEYATTNO,
+	EYTZ_PATH_KEYATTNOS,		/* per leaf: the indexed column */
+	EYTZ_PATH_LEAF_RELIDS,		/* per leaf: its RelOptInfo's relid */
 	EYTZ_PATH_INNER_RELID,
 	EYTZ_PATH_EXPECTED_KEYS,
 	EYTZ_PATH_STRATEGIES,
@@ -95,8 +97,29 @@ enum EytzPathPrivateIndex
 	EYTZ_PATH_OUTER_EXPRS,
 	EYTZ_PATH_JOINQUALS,		/* RestrictInfos */
 	EYTZ_PATH_OTHERQUALS,		/* RestrictInfos */
-	EYTZ_PATH_INDEX_ONLY		/* the index holds every inner column needed */
+	EYTZ_PATH_INDEX_ONLY,		/* the index holds every inner column needed */
+	EYTZ_PATH_PARENT,			/* as the plan's EYTZ_PRIV_PARENT ... */
+	EYTZ_PATH_ROUTE_OPNO,
+	EYTZ_PATH_PRUNED
 };
+
+/*
+ * What one path searches: the inner table's index, or the index of each
+ * leaf of a partitioned inner table that survived pruning, all on the join
+ * column keyattno (the inner rel's attno) with one operator family and key
+ * type
+ */
+typedef struct EytzInnerSide
+{
+	AttrNumber	keyattno;
+	Oid			opfamily;
+	Oid			opcintype;
+	List	   *leaf_rels;		/* RelOptInfos */
+	List	   *leaf_indexes;	/* IndexOptInfos */
+	bool		routed;			/* keys go to the one leaf that holds them */
+	Oid			parentoid;		/* the partitioned table, or InvalidOid */
+	int			npruned;
+} EytzInnerSide;
 
 /* One index clause: inner.key <strategy> outer_expr */
 typedef struct EytzIdxClause
@@ -139,7 +162,7 @@ is_inner_var(Node *node, RelOptInfo *innerrel)
 
 /* Is clause "inner.key OP outer_expr" (either way round) usable? */
 static bool
-match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, const EytzInnerSide *side,
 				   RelOptInfo *outerrel, RelOptInfo *innerrel, EytzIdxClause *out)
 {
 	OpExpr	   *op;
@@ -178,18 +201,18 @@ match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	}
 	else
 		return false;
-	if (var->varlevelsup != 0 || var->varattno != index->indexkeys[0])
+	if (var->varlevelsup != 0 || var->varattno != side->keyattno)
 		return false;
 	/* the other side comes from the outer rel only, and is stable */
 	if (bms_is_empty(other_relids) || !bms_is_subset(other_relids, outerrel->relids) ||
 		bms_overlap(other_relids, innerrel->relids) ||
 		contain_volatile_functions(other))
 		return false;
-	if (!op_in_opfamily(opno, index->opfamily[0]))
+	if (!op_in_opfamily(opno, side->opfamily))
 		return false;
-	get_op_opfamily_properties(opno, index->opfamily[0], false,
+	get_op_opfamily_properties(opno, side->opfamily, false,
 							   &strategy, &lefttype, &righttype);
-	if (lefttype != index->opcintype[0] || exprType(other) != righttype ||
+	if (lefttype != side->opcintype || exprType(other) != righttype ||
 		strategy < BTLessStrategyNumber || strategy > BTGreaterStrategyNumber)
 		return false;
 	out->rinfo = rinfo;
@@ -237,8 +260,9 @@ eytz_am_cache_callback(Datum arg, int cacheid, uint32 hashvalue)
  * query read) and of its own restrictions a plain column that the index
  * returns (its key or an included column, amcanreturn)?
  */
-static bool
-eytz_join_index_only(RelOptInfo *innerrel, IndexOptInfo *index)
+/* The Vars the inner rel's target and its own restrictions read */
+static List *
+inner_vars(RelOptInfo *innerrel)
 {
 	List	   *vars = pull_var_clause((Node *) innerrel->reltarget->exprs,
 									 PVC_RECURSE_PLACEHOLDERS);
@@ -248,7 +272,15 @@ eytz_join_index_only(RelOptInfo *innerrel, IndexOptInfo *index)
 		vars = list_concat(vars,
 						   pull_var_clause((Node *) ((RestrictInfo *) lfirst(lc))->clause,
 									   PVC_RECURSE_PLACEHOLDERS));
-	foreach(lc, vars)
+	return vars;
+}
+
+static bool
+eytz_join_index_only(RelOptInfo *innerrel, IndexOptInfo *index)
+{
+	ListCell   *lc;
+
+	foreach(lc, inner_vars(innerrel))
 	{
 		Var		   *var = lfirst(lc);
 
@@ -354,25 +386,30 @@ shared_touch_cost(double bytes)
  * rows are one process's share, the view is costed as a worker would pin it
  * and the first touches of the heap pages it visits are charged (a worker
  * is a fresh process: shared_touch_cost).  An index-only path
- * (index_only) fetches only the heap pages that are not all-visible.
+ * (index_only) fetches only the heap pages that are not all-visible.  Over
+ * the leaves of a partitioned table each leaf is costed with its share of
+ * the keys (all of them where keys are not routed) and of the matches
+ * (by its rows).
  */
 static void
 cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
-			   RelOptInfo *innerrel, IndexOptInfo *index, List *idxclauses,
+			   RelOptInfo *innerrel, const EytzInnerSide *side, List *idxclauses,
 			   List *joinquals, List *otherquals, double rows, bool in_workers,
 			   bool index_only)
 {
 	double		outer_rows = Max(outer_path->rows, 1.0);
-	double		inner_tuples = Max(innerrel->tuples, 1.0);
-	double		heap_pages = Max(innerrel->pages, 1.0);
+	double		inner_tuples = 0;
+	double		heap_pages = 0;
 	List	   *rinfos = NIL;
 	List	   *keyexprs = NIL;
-	ListCell   *lc;
+	ListCell   *lc,
+			   *lc2;
 	Selectivity sel;
 	double		matches,
 				batch_rows,
 				nbatches,
-				pages,
+				pages = 0,
+				heap_touch = 0,
 				cost_per_page;
 	double		spc_random,
 				spc_seq;
@@ -380,11 +417,21 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 				jqcost,
 				oqcost,
 				iqcost;
-	double		touch_bytes;
-	Cost		lookup_startup,
-				lookup_per_key,
+	Cost		lookup_startup = 0,
+				lookup_per_key = 0,
 				startup,
 				run;
+	double		touch_bytes = 0;
+
+	foreach(lc, side->leaf_rels)
+	{
+		RelOptInfo *leaf = lfirst(lc);
+
+		inner_tuples += Max(leaf->tuples, 0);
+		heap_pages += Max(leaf->pages, 0);
+	}
+	inner_tuples = Max(inner_tuples, 1.0);
+	heap_pages = Max(heap_pages, 1.0);
 
 	foreach(lc, idxclauses)
 	{
@@ -400,15 +447,32 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
 	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
 	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
-	eytz_lookup_plan_cost(index->indexoid, outer_rows, in_workers,
-						  &lookup_startup, &lookup_per_key, &touch_bytes);
-
-	/* heap pages per batch, read in block order */
 	batch_rows = Min((double) eytz_batch_size, outer_rows);
 	nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
-	pages = index_pages_fetched(matches / nbatches, (BlockNumber) heap_pages,
-								heap_pages, root) *
-		eytz_join_heap_fraction(innerrel, index_only);
+	forboth(lc, side->leaf_rels, lc2, side->leaf_indexes)
+	{
+		RelOptInfo *leaf = lfirst(lc);
+		IndexOptInfo *index = lfirst(lc2);
+		double		share = Max(leaf->tuples, 0) / inner_tuples;
+		double		leaf_pages = Max(leaf->pages, 1.0);
+		double		leaf_matches = matches * share;
+		double		key_share = side->routed ? share : 1.0;
+		Cost		leaf_startup,
+					leaf_per_key;
+		double		leaf_touch;
+
+		eytz_lookup_plan_cost(index->indexoid, outer_rows * key_share, in_workers,
+							  &leaf_startup, &leaf_per_key, &leaf_touch);
+		lookup_startup += leaf_startup;
+		lookup_per_key += leaf_per_key * key_share;
+		touch_bytes += leaf_touch;
+		/* heap pages per batch, read in block order */
+		pages += index_pages_fetched(leaf_matches / nbatches, (BlockNumber) leaf_pages,
+									 leaf_pages, root) *
+			eytz_join_heap_fraction(leaf, index_only);
+		heap_touch += leaf_pages * (1.0 - exp(-leaf_matches / leaf_pages)) *
+			eytz_join_heap_fraction(leaf, index_only);
+	}
 	get_tablespace_page_costs(innerrel->reltablespace, &spc_random, &spc_seq);
 	if (pages >= 2.0)
 		cost_per_page = spc_random - (spc_random - spc_seq) * sqrt(pages / heap_pages);
@@ -439,8 +503,7 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 			lookup_startup *= (double) procs / cores;
 		}
 		lookup_startup += shared_touch_cost(touch_bytes);
-		run += shared_touch_cost(heap_pages * (1.0 - exp(-matches / heap_pages)) *
-								 eytz_join_heap_fraction(innerrel, index_only) * BLCKSZ);
+		run += shared_touch_cost(heap_touch * BLCKSZ);
 	}
 	startup = outer_path->startup_cost + lookup_startup + keycost.startup +
 		jqcost.startup + oqcost.startup + iqcost.startup +
@@ -508,7 +571,7 @@ partial_outer_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 static void
 add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 					  RelOptInfo *outerrel, RelOptInfo *innerrel,
-					  const CustomPath *serial, IndexOptInfo *index,
+					  const CustomPath *serial, const EytzInnerSide *side,
 					  List *idxclauses, List *joinquals, List *otherquals)
 {
 	Path	   *outer_path;
@@ -532,10 +595,132 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	ppath->custom_private = list_copy(serial->custom_private);
 	list_nth_cell(ppath->custom_private, EYTZ_PATH_EXPECTED_KEYS)->ptr_value =
 		expected_keys_node(outer_path->rows);
-	cost_eytz_join(root, ppath, outer_path, innerrel, index, idxclauses,
+	cost_eytz_join(root, ppath, outer_path, innerrel, side, idxclauses,
 				   joinquals, otherquals, ppath->path.rows, true,
 				   intVal(list_nth(serial->custom_private, EYTZ_PATH_INDEX_ONLY)));
 	add_partial_path(joinrel, &ppath->path);
+}
+
+/* Can index be the index a path searches (one key column, of a known type, not partial)? */
+static bool
+usable_index(IndexOptInfo *index)
+{
+	return is_eytz_index(index) && index->nkeycolumns == 1 && index->indexkeys[0] > 0 &&
+		index->indpred == NIL && eytz_key_type(index->opcintype[0]) != NULL;
+}
+
+/*
+ * The inner sides a path can search: each usable eytzgpu index of a plain
+ * inner table; over a partitioned one, per usable index of its first leaf,
+ * a set of indexes, one per leaf that survived pruning, on the same column
+ * with the same operator family and key type (an index-only one where a
+ * leaf has several).  A leaf without one leaves that column out (DEBUG1
+ * says which leaf).
+ */
+static List *
+inner_sides(PlannerInfo *root, RelOptInfo *innerrel, RangeTblEntry *rte)
+{
+	List	   *sides = NIL;
+	List	   *leaves = NIL;
+	int			npruned = 0;
+	RelOptInfo *first;
+	ListCell   *lc;
+
+	if (rte->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		foreach(lc, innerrel->indexlist)
+		{
+			IndexOptInfo *index = lfirst(lc);
+			EytzInnerSide *side;
+
+			if (!usable_index(index))
+				continue;
+			side = palloc0(sizeof(EytzInnerSide));
+			side->keyattno = index->indexkeys[0];
+			side->opfamily = index->opfamily[0];
+			side->opcintype = index->opcintype[0];
+			side->leaf_rels = list_make1(innerrel);
+			side->leaf_indexes = list_make1(index);
+			sides = lappend(sides, side);
+		}
+		return sides;
+	}
+
+	if (!eytz_join_collect_leaves(root, innerrel, &leaves, &npruned) || leaves == NIL)
+		return NIL;
+	first = linitial(leaves);
+	foreach(lc, first->indexlist)
+	{
+		IndexOptInfo *index = lfirst(lc);
+		Oid			first_oid = planner_rt_fetch(first->relid, root)->relid;
+		EytzInnerSide *side;
+		ListCell   *lc2;
+
+		if (!usable_index(index))
+			continue;
+		side = palloc0(sizeof(EytzInnerSide));
+		side->keyattno = eytz_join_leaf_attno(first_oid, index->indexkeys[0], rte->relid);
+		side->opfamily = index->opfamily[0];
+		side->opcintype = index->opcintype[0];
+		side->parentoid = rte->relid;
+		side->npruned = npruned;
+		side->routed = eytz_join_routable(innerrel, side->keyattno);
+		if (side->keyattno <= 0)
+			continue;
+		foreach(lc2, leaves)
+		{
+			RelOptInfo *leaf = lfirst(lc2);
+			Oid			leaf_oid = planner_rt_fetch(leaf->relid, root)->relid;
+			AttrNumber	attno = eytz_join_leaf_attno(rte->relid, side->keyattno, leaf_oid);
+			IndexOptInfo *found = NULL;
+			ListCell   *lc3;
+
+			foreach(lc3, leaf->indexlist)
+			{
+				IndexOptInfo *li = lfirst(lc3);
+
+				if (!usable_index(li) || li->indexkeys[0] != attno ||
+					li->opfamily[0] != side->opfamily || li->opcintype[0] != side->opcintype)
+					continue;
+				if (found == NULL || (!eytz_join_index_only(leaf, found) &&
+									  eytz_join_index_only(leaf, li)))
+					found = li;
+			}
+			if (found == NULL)
+			{
+				ereport(DEBUG1,
+						(errmsg_internal("eytzgpu join: partition \"%s\" of \"%s\" has no eytzgpu index on column \"%s\"",
+										 get_rel_name(leaf_oid), get_rel_name(rte->relid),
+										 get_attname(rte->relid, side->keyattno, false))));
+				side = NULL;
+				break;
+			}
+			side->leaf_rels = lappend(side->leaf_rels, leaf);
+			side->leaf_indexes = lappend(side->leaf_indexes, found);
+		}
+		if (side != NULL)
+			sides = lappend(sides, side);
+	}
+	return sides;
+}
+
+/*
+ * Does an inner Var read the whole row?  A leaf's row is not its
+ * partitioned table's row type.
+ */
+static bool
+reads_whole_row(RelOptInfo *innerrel)
+{
+	ListCell   *lc;
+
+	foreach(lc, inner_vars(innerrel))
+	{
+		Var		   *var = lfirst(lc);
+
+		if (var->varno == innerrel->relid && var->varattno == 0)
+			return true;
+	}
+	return false;
 }
 
 static void
@@ -566,10 +751,17 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
 		return;
 	if (!IS_SIMPLE_REL(innerrel) || innerrel->rtekind != RTE_RELATION ||
-		innerrel->indexlist == NIL || !bms_is_empty(innerrel->lateral_relids))
+		!bms_is_empty(innerrel->lateral_relids))
 		return;
 	rte = planner_rt_fetch(innerrel->relid, root);
-	if (rte->inh || (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		/* a partitioned table's leaves, as one inner side (not its rows alone: ONLY) */
+		if (!rte->inh || reads_whole_row(innerrel))
+			return;
+	}
+	else if (rte->inh || innerrel->indexlist == NIL ||
+			 (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
 		return;
 	outer_path = outerrel->cheapest_total_path;
 	if (outer_path == NULL || PATH_REQ_OUTER(outer_path) != NULL)
@@ -594,32 +786,33 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			joinquals = lappend(joinquals, rinfo);
 	}
 
-	foreach(lc, innerrel->indexlist)
+	foreach(lc, inner_sides(root, innerrel, rte))
 	{
-		IndexOptInfo *index = lfirst(lc);
+		EytzInnerSide *side = lfirst(lc);
 		List	   *idxclauses = NIL;
 		List	   *rest = NIL;
 		bool		has_eq = false,
 					has_lo = false,
 					has_hi = false;
-		ListCell   *lc2;
+		ListCell   *lc2,
+				   *lc3;
 		CustomPath *cpath;
-		bool		index_only;
+		bool		index_only = true;
 		List	   *strategies = NIL;
 		List	   *argtypes = NIL;
 		List	   *outer_exprs = NIL;
-
-		if (!is_eytz_index(index) ||
-			index->nkeycolumns != 1 || index->indexkeys[0] <= 0 ||
-			index->indpred != NIL || eytz_key_type(index->opcintype[0]) == NULL)
-			continue;
+		List	   *indexoids = NIL;
+		List	   *heapoids = NIL;
+		List	   *keyattnos = NIL;
+		List	   *relids = NIL;
+		Oid			route_opno = InvalidOid;
 
 		foreach(lc2, joinquals)
 		{
 			RestrictInfo *rinfo = lfirst(lc2);
 			EytzIdxClause ic;
 
-			if (match_index_clause(root, rinfo, index, outerrel, innerrel, &ic))
+			if (match_index_clause(root, rinfo, side, outerrel, innerrel, &ic))
 			{
 				EytzIdxClause *icp = palloc(sizeof(EytzIdxClause));
 
@@ -645,7 +838,23 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			strategies = lappend_int(strategies, ic->strategy);
 			argtypes = lappend_oid(argtypes, ic->argtype);
 			outer_exprs = lappend(outer_exprs, ic->outer_expr);
+			side->routed &= ic->strategy == BTEqualStrategyNumber;
 		}
+		forboth(lc2, side->leaf_rels, lc3, side->leaf_indexes)
+		{
+			RelOptInfo *leaf = lfirst(lc2);
+			IndexOptInfo *index = lfirst(lc3);
+
+			indexoids = lappend_oid(indexoids, index->indexoid);
+			heapoids = lappend_oid(heapoids, planner_rt_fetch(leaf->relid, root)->relid);
+			keyattnos = lappend_int(keyattnos, index->indexkeys[0]);
+			relids = lappend_int(relids, (int) leaf->relid);
+			index_only &= eytz_join_index_only(leaf, index);
+		}
+		if (side->routed)
+			route_opno = get_opfamily_member(side->opfamily, side->opcintype,
+											 side->opcintype, BTEqualStrategyNumber);
+		side->routed &= OidIsValid(route_opno);
 
 		cpath = makeNode(CustomPath);
 		cpath->path.pathtype = T_CustomScan;
@@ -663,63 +872,68 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		cpath->custom_paths = list_make1(outer_path);
 		/* in the order of EytzPathPrivateIndex */
 		cpath->custom_private =
-			list_make4(makeInteger((int) index->indexoid),
-					   makeInteger((int) rte->relid),
-					   makeInteger(jointype),
+			list_make4(indexoids, heapoids, makeInteger(jointype),
 					   makeInteger(jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
 								   extra->inner_unique));
 		cpath->custom_private =
-			lappend(cpath->custom_private, makeInteger(index->indexkeys[0]));
-		cpath->custom_private =
-			lappend(cpath->custom_private, makeInteger((int) innerrel->relid));
-		cpath->custom_private =
-			lappend(cpath->custom_private, expected_keys_node(outer_path->rows));
+			list_concat(cpath->custom_private,
+						list_make4(keyattnos, relids, makeInteger((int) innerrel->relid),
+								   expected_keys_node(outer_path->rows)));
 		cpath->custom_private =
 			list_concat(cpath->custom_private,
 						list_make5(strategies, argtypes, outer_exprs, rest, otherquals));
-		index_only = eytz_join_index_only(innerrel, index);
 		cpath->custom_private =
-			lappend(cpath->custom_private, makeInteger(index_only));
+			list_concat(cpath->custom_private,
+						list_make4(makeInteger(index_only), makeInteger((int) side->parentoid),
+								   makeInteger((int) route_opno), makeInteger(side->npruned)));
 		cpath->methods = &eytz_path_methods;
-		cost_eytz_join(root, cpath, outer_path, innerrel, index, idxclauses,
+		cost_eytz_join(root, cpath, outer_path, innerrel, side, idxclauses,
 					   rest, otherquals, joinrel->rows, false, index_only);
 		/* before add_path, which may free cpath */
-		add_partial_join_path(root, joinrel, outerrel, innerrel, cpath, index,
+		add_partial_join_path(root, joinrel, outerrel, innerrel, cpath, side,
 							  idxclauses, rest, otherquals);
 		add_path(joinrel, &cpath->path);
 	}
 }
 
 /*
- * For an index-only path: per inner scan column, the index column that
- * holds it (0 the key, 1.. the included columns); NIL when the join reads
- * the heap for every match.
+ * For an index-only path: per inner scan column, the index column of index
+ * that holds it (0 the key, 1.. the included columns); NIL when one is not
+ * there (the join reads the heap for every match)
  */
 static List *
-index_only_columns(RelOptInfo *innerrel, Oid indexoid, List *inner_attnos)
+index_only_columns(IndexOptInfo *index, List *inner_attnos)
 {
 	List	   *cols = NIL;
 	ListCell   *lc;
 
-	foreach(lc, innerrel->indexlist)
+	foreach(lc, inner_attnos)
+	{
+		int			col = index_returns_column(index, lfirst_int(lc));
+
+		if (col < 0)
+			return NIL;
+		cols = lappend_int(cols, col);
+	}
+	/* an inner side of no columns: a non-empty list still says index-only */
+	return cols ? cols : list_make1_int(-1);
+}
+
+/* The IndexOptInfo of indexoid among rel's indexes */
+static IndexOptInfo *
+find_index(RelOptInfo *rel, Oid indexoid)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->indexlist)
 	{
 		IndexOptInfo *index = lfirst(lc);
-		ListCell   *lc2;
 
-		if (index->indexoid != indexoid)
-			continue;
-		foreach(lc2, inner_attnos)
-		{
-			int			col = index_returns_column(index, lfirst_int(lc2));
-
-			if (col < 0)
-				return NIL;
-			cols = lappend_int(cols, col);
-		}
-		/* an inner side of no columns: a non-empty list still says index-only */
-		return cols ? cols : list_make1_int(-1);
+		if (index->indexoid == indexoid)
+			return index;
 	}
-	return NIL;
+	elog(ERROR, "eytzgpu join: index %u of relation %u is gone", indexoid, rel->relid);
+	return NULL;
 }
 
 static List *
@@ -792,6 +1006,12 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *ppriv = best_path->custom_private;
 	Index		inner_relid = (Index) intVal(list_nth(ppriv, EYTZ_PATH_INNER_RELID));
 	RelOptInfo *innerrel = find_base_rel(root, inner_relid);
+	Oid			parentoid = (Oid) intVal(list_nth(ppriv, EYTZ_PATH_PARENT));
+	List	   *leaf_attnos = NIL;
+	List	   *index_cols = NIL;
+	bool		index_only;
+	ListCell   *lc2,
+			   *lc3;
 	List	   *joinquals = clause_exprs(list_nth(ppriv, EYTZ_PATH_JOINQUALS));
 	List	   *otherquals = clause_exprs(list_nth(ppriv, EYTZ_PATH_OTHERQUALS));
 	List	   *innerquals = clause_exprs(innerrel->baserestrictinfo);
@@ -844,26 +1064,58 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		match_scan_tlist_mutator((Node *) list_make4(list_nth(ppriv, EYTZ_PATH_OUTER_EXPRS),
 													 joinquals, otherquals, innerquals),
 								 scan_tlist);
+
+	/*
+	 * Per leaf, its columns for the inner scan columns (a leaf's attnos may
+	 * differ from its partitioned table's) and, for an index-only path, the
+	 * index columns holding them, which must be the same in every leaf's
+	 * index: else the heap answers
+	 */
+	index_only = intVal(list_nth(ppriv, EYTZ_PATH_INDEX_ONLY)) != 0;
+	forthree(lc, list_nth(ppriv, EYTZ_PATH_LEAF_RELIDS),
+			 lc2, list_nth(ppriv, EYTZ_PATH_HEAPOIDS),
+			 lc3, list_nth(ppriv, EYTZ_PATH_INDEXOIDS))
+	{
+		RelOptInfo *leaf = find_base_rel(root, (Index) lfirst_int(lc));
+		List	   *attnos = NIL;
+		List	   *cols;
+		ListCell   *lc4;
+
+		foreach(lc4, inner_attnos)
+			attnos = lappend_int(attnos,
+								 parentoid == InvalidOid ? lfirst_int(lc4) :
+								 eytz_join_leaf_attno(parentoid, lfirst_int(lc4),
+													  lfirst_oid(lc2)));
+		leaf_attnos = lappend(leaf_attnos, attnos);
+		if (!index_only)
+			continue;
+		cols = index_only_columns(find_index(leaf, lfirst_oid(lc3)), attnos);
+		if (index_cols == NIL || equal(cols, index_cols))
+			index_cols = cols;
+		else
+			index_only = false;
+		index_only &= cols != NIL;
+	}
 	/* in the order of EytzScanPrivateIndex */
 	cscan->custom_private =
-		list_make5(copyObject(list_nth(ppriv, EYTZ_PATH_INDEXOID)),
-				   copyObject(list_nth(ppriv, EYTZ_PATH_HEAPOID)),
+		list_make5(list_copy(list_nth(ppriv, EYTZ_PATH_INDEXOIDS)),
+				   list_copy(list_nth(ppriv, EYTZ_PATH_HEAPOIDS)),
 				   copyObject(list_nth(ppriv, EYTZ_PATH_JOINTYPE)),
 				   copyObject(list_nth(ppriv, EYTZ_PATH_SINGLE_MATCH)),
-				   copyObject(list_nth(ppriv, EYTZ_PATH_KEYATTNO)));
+				   list_copy(list_nth(ppriv, EYTZ_PATH_KEYATTNOS)));
 	cscan->custom_private =
 		list_concat(cscan->custom_private,
 					list_make5(makeInteger(nouter),
 							   copyObject(list_nth(ppriv, EYTZ_PATH_EXPECTED_KEYS)),
 							   list_copy(list_nth(ppriv, EYTZ_PATH_STRATEGIES)),
 							   list_copy(list_nth(ppriv, EYTZ_PATH_ARGTYPES)),
-							   inner_attnos));
+							   leaf_attnos));
 	cscan->custom_private =
-		lappend(cscan->custom_private,
-				intVal(list_nth(ppriv, EYTZ_PATH_INDEX_ONLY)) ?
-				index_only_columns(innerrel,
-								   (Oid) intVal(list_nth(ppriv, EYTZ_PATH_INDEXOID)),
-								   inner_attnos) : NIL);
+		list_concat(cscan->custom_private,
+					list_make4(index_only ? index_cols : NIL,
+							   copyObject(list_nth(ppriv, EYTZ_PATH_PARENT)),
+							   copyObject(list_nth(ppriv, EYTZ_PATH_ROUTE_OPNO)),
+							   copyObject(list_nth(ppriv, EYTZ_PATH_PRUNED))));
 	Assert(list_length(cscan->custom_private) == EYTZ_NUM_PRIV);
 	Assert(list_length(cscan->custom_exprs) == EYTZ_NUM_EXPR);
 	cscan->methods = &eytz_scan_methods;

@@ -29,25 +29,34 @@ extern double eytz_page_touch_cost;
 
 /*
  * The CustomScan's custom_private: scalars as Integer (OIDs cast) or Float
- * nodes, the per-clause lists as int or OID lists.
+ * nodes, the per-clause and per-leaf lists as int or OID lists.  The inner
+ * side is one table, or the leaves of a partitioned table that survived
+ * pruning: the per-leaf lists have one element per table searched.
  */
 enum EytzScanPrivateIndex
 {
-	EYTZ_PRIV_INDEXOID,			/* the eytzgpu index */
-	EYTZ_PRIV_HEAPOID,			/* its table, the inner side */
+	EYTZ_PRIV_INDEXOIDS,		/* per leaf: its eytzgpu index */
+	EYTZ_PRIV_HEAPOIDS,			/* per leaf: the table */
 	EYTZ_PRIV_JOINTYPE,			/* INNER, LEFT, SEMI or ANTI */
 	EYTZ_PRIV_SINGLE_MATCH,		/* stop at a row's first match */
-	EYTZ_PRIV_KEYATTNO,			/* the indexed column of the table */
+	EYTZ_PRIV_KEYATTNOS,		/* per leaf: its indexed column */
 	EYTZ_PRIV_NOUTER,			/* outer columns leading the scan tuple */
 	EYTZ_PRIV_EXPECTED_KEYS,	/* planner's estimate of the outer rows */
 	EYTZ_PRIV_STRATEGIES,		/* per key clause: btree strategy */
 	EYTZ_PRIV_ARGTYPES,			/* per key clause: the outer value's type */
-	EYTZ_PRIV_INNER_ATTNOS,		/* per inner scan column: the table's attno
-								 * (0 whole row, < 0 system column) */
+	EYTZ_PRIV_INNER_ATTNOS,		/* per leaf, an int list: per inner scan
+								 * column, the leaf's attno (0 whole row,
+								 * < 0 system column) */
 	EYTZ_PRIV_INDEX_COLUMNS,	/* index-only: per inner scan column, the
 								 * index column holding it (0 the key, 1..
 								 * the included ones; -1 alone: none is
-								 * read); NIL: every match reads the heap */
+								 * read), the same in every leaf's index;
+								 * NIL: every match reads the heap */
+	EYTZ_PRIV_PARENT,			/* the partitioned inner table, or 0 */
+	EYTZ_PRIV_ROUTE_OPNO,		/* the equality operator by which keys are
+								 * routed to the leaves by the partition
+								 * key, or 0: every leaf gets every key */
+	EYTZ_PRIV_PRUNED,			/* partitions pruned at plan time */
 	EYTZ_NUM_PRIV
 };
 

@@ -137,6 +137,35 @@ init_index_only(EytzJoinState *st, List *index_cols)
  * Does the projection or a join or other qual read an outer column (or the
  * whole scan tuple)?  The outer columns lead the scan tuple.
  */
+/*
+ * Make leaf i the current one: the fetch and the lookup read the current
+ * leaf's fields.  The visibility map pages pinned are the last leaf's.
+ */
+static void
+eytz_join_use_leaf(EytzJoinState *st, int i)
+{
+	EytzJoinLeaf *leaf = &st->leaves[i];
+
+	if (st->heap != NULL && st->heap != leaf->heap)
+	{
+		for (int b = 0; b < EYTZ_VM_BUFS; b++)
+		{
+			if (BufferIsValid(st->vmbufs[b]))
+				ReleaseBuffer(st->vmbufs[b]);
+			st->vmbufs[b] = InvalidBuffer;
+		}
+	}
+	st->index = leaf->index;
+	st->heap = leaf->heap;
+	st->lookup = leaf->lookup;
+	st->hf = leaf->hf;
+	st->keyattno = leaf->keyattno;
+	st->inner_attnos = leaf->inner_attnos;
+	st->inner_natts = leaf->inner_natts;
+	st->inner_direct = leaf->inner_direct;
+	st->vm_seen_blocks = leaf->vm_seen_blocks;
+}
+
 static bool
 reads_outer_columns(EytzJoinState *st, CustomScan *cscan)
 {
@@ -160,18 +189,19 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	List	   *priv = cscan->custom_private;
 	List	   *strategies = list_nth(priv, EYTZ_PRIV_STRATEGIES);
 	List	   *argtypes = list_nth(priv, EYTZ_PRIV_ARGTYPES);
-	List	   *inner_attnos = list_nth(priv, EYTZ_PRIV_INNER_ATTNOS);
+	List	   *indexoids = list_nth(priv, EYTZ_PRIV_INDEXOIDS);
+	List	   *leaf_attnos = list_nth(priv, EYTZ_PRIV_INNER_ATTNOS);
 	List	   *keyexprs = list_nth(cscan->custom_exprs, EYTZ_EXPR_KEYS);
 	PlanState  *ps = &node->ss.ps;
 	TupleDesc	scandesc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	ListCell   *lc;
 	int			i;
 
-	st->indexoid = (Oid) intVal(list_nth(priv, EYTZ_PRIV_INDEXOID));
-	st->heapoid = (Oid) intVal(list_nth(priv, EYTZ_PRIV_HEAPOID));
 	st->jointype = (JoinType) intVal(list_nth(priv, EYTZ_PRIV_JOINTYPE));
 	st->single_match = intVal(list_nth(priv, EYTZ_PRIV_SINGLE_MATCH)) != 0;
-	st->keyattno = (AttrNumber) intVal(list_nth(priv, EYTZ_PRIV_KEYATTNO));
+	st->parentoid = (Oid) intVal(list_nth(priv, EYTZ_PRIV_PARENT));
+	st->route_opno = (Oid) intVal(list_nth(priv, EYTZ_PRIV_ROUTE_OPNO));
+	st->npruned = intVal(list_nth(priv, EYTZ_PRIV_PRUNED));
 	st->nouter = intVal(list_nth(priv, EYTZ_PRIV_NOUTER));
 	st->expected_keys = floatVal(list_nth(priv, EYTZ_PRIV_EXPECTED_KEYS));
 	st->nclauses = list_length(keyexprs);
@@ -190,15 +220,26 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 		if (IsA(expr, Var) && ((Var *) expr)->varno == INDEX_VAR)
 			st->key_attnos[i] = ((Var *) expr)->varattno;
 	}
-	st->ninner = list_length(inner_attnos);
-	st->inner_attnos = palloc(sizeof(AttrNumber) * Max(st->ninner, 1));
-	st->inner_natts = st->keyattno;
-	i = 0;
-	foreach(lc, inner_attnos)
+	st->ninner = list_length(linitial(leaf_attnos));
+	st->nleaves = list_length(indexoids);
+	st->leaves = palloc0(sizeof(EytzJoinLeaf) * st->nleaves);
+	st->cur_leaf = -1;
+	for (i = 0; i < st->nleaves; i++)
 	{
-		st->inner_attnos[i] = lfirst_int(lc);
-		st->inner_natts = Max(st->inner_natts, st->inner_attnos[i]);
-		i++;
+		EytzJoinLeaf *leaf = &st->leaves[i];
+		int			j = 0;
+
+		leaf->indexoid = list_nth_oid(indexoids, i);
+		leaf->heapoid = list_nth_oid(list_nth(priv, EYTZ_PRIV_HEAPOIDS), i);
+		leaf->keyattno = (AttrNumber) list_nth_int(list_nth(priv, EYTZ_PRIV_KEYATTNOS), i);
+		leaf->inner_attnos = palloc(sizeof(AttrNumber) * Max(st->ninner, 1));
+		leaf->inner_natts = leaf->keyattno;
+		foreach(lc, (List *) list_nth(leaf_attnos, i))
+		{
+			leaf->inner_attnos[j] = lfirst_int(lc);
+			leaf->inner_natts = Max(leaf->inner_natts, leaf->inner_attnos[j]);
+			j++;
+		}
 	}
 	init_index_only(st, list_nth(priv, EYTZ_PRIV_INDEX_COLUMNS));
 	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), ps);
@@ -228,10 +269,15 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 	node->custom_ps = list_make1(ExecInitNode(linitial(cscan->custom_plans),
 											  estate, eflags));
 
-	/* the relations are locked by the range table; the index like an index scan */
-	st->heap = table_open(st->heapoid, AccessShareLock);
-	st->index = index_open(st->indexoid, AccessShareLock);
-	st->kt = eytz_index_key_type(st->index);
+	/* the relations are locked by the range table; the indexes like an index scan */
+	for (i = 0; i < st->nleaves; i++)
+	{
+		st->leaves[i].heap = table_open(st->leaves[i].heapoid, AccessShareLock);
+		st->leaves[i].index = index_open(st->leaves[i].indexoid, AccessShareLock);
+	}
+	/* the leaves' indexes have one key type (the planner checked) */
+	st->kt = eytz_index_key_type(st->leaves[0].index);
+	eytz_join_use_leaf(st, 0);
 	st->plain_key = st->nclauses == 1 && st->point_keys && st->key_attnos[0] > 0 &&
 		(st->argtypes[0] == InvalidOid || st->argtypes[0] == st->kt->typid);
 	st->batchcxt = AllocSetContextCreate(estate->es_query_cxt,
@@ -342,26 +388,39 @@ eytz_join_start(EytzJoinState *st)
 	else if (st->timing)
 		INSTR_TIME_SET_CURRENT(st->stage_start);
 	st->stage = STAGE_LOOKUP;
-	st->lookup = eytz_lookup_begin(st->index, st->expected_keys, cxt);
-	st->hf = eytz_heap_begin(st->heap, estate->es_snapshot, cxt);
-	/*
-	 * a whole row or a system column: through the heap slot; so are many
-	 * columns, which one deform of the slot reads in one pass where a
-	 * heap_getattr() each would walk the tuple from its start for every
-	 * column past a NULL or a variable-width one
-	 */
-	st->inner_direct = eytz_heap_by_page(st->hf) && st->ninner <= EYTZ_INNER_DIRECT_COLS;
-	for (int i = 0; i < st->ninner; i++)
-		st->inner_direct &= st->inner_attnos[i] > 0;
+	for (int l = 0; l < st->nleaves; l++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[l];
+
+		/* a routed key goes to one leaf: each expects its share of them */
+		leaf->lookup = eytz_lookup_begin(leaf->index,
+										 OidIsValid(st->route_opno) ?
+										 Max(st->expected_keys / st->nleaves, 1.0) :
+										 st->expected_keys, cxt);
+		leaf->hf = eytz_heap_begin(leaf->heap, estate->es_snapshot, cxt);
+		/*
+		 * a whole row or a system column: through the heap slot; so are
+		 * many columns, which one deform of the slot reads in one pass where
+		 * a heap_getattr() each would walk the tuple from its start for
+		 * every column past a NULL or a variable-width one
+		 */
+		leaf->inner_direct = eytz_heap_by_page(leaf->hf) &&
+			st->ninner <= EYTZ_INNER_DIRECT_COLS;
+		for (int i = 0; i < st->ninner; i++)
+			leaf->inner_direct &= leaf->inner_attnos[i] > 0;
+		/* the visibility map is the heap access method's */
+		if (leaf->heap->rd_tableam != GetHeapamTableAmRoutine())
+			st->index_only = false;
+	}
 	st->outer_scan = eytz_outer_begin(outer_ps(st), estate);
-	/* the visibility map is the heap access method's */
-	if (st->heap->rd_tableam != GetHeapamTableAmRoutine())
-		st->index_only = false;
-	if (st->index_only)
-		eytz_lookup_want_columns(st->lookup, st->include_mask);
 	st->serializable = IsolationIsSerializable();
-	/* a relation-level predicate lock: the scan reads through no index pages */
-	PredicateLockRelation(st->heap, estate->es_snapshot);
+	for (int l = 0; l < st->nleaves; l++)
+	{
+		if (st->index_only)
+			eytz_lookup_want_columns(st->leaves[l].lookup, st->include_mask);
+		/* a relation-level predicate lock: the scan reads through no index pages */
+		PredicateLockRelation(st->leaves[l].heap, estate->es_snapshot);
+	}
 
 	st->row_bytes = per_row;
 	st->row_stride = row_stride;
@@ -371,10 +430,22 @@ eytz_join_start(EytzJoinState *st)
 	/* the classification's memo: at most four bytes a match (chunk_match_bytes) */
 	if (st->index_only)
 	{
-		st->vm_seen_blocks = (BlockNumber) Min((uint64) RelationGetNumberOfBlocks(st->heap),
-											   (uint64) st->chunk_cap * 4);
-		st->vm_seen = MemoryContextAllocHuge(cxt, Max(st->vm_seen_blocks, 1));
+		BlockNumber most = 0;
+
+		for (int l = 0; l < st->nleaves; l++)
+		{
+			EytzJoinLeaf *leaf = &st->leaves[l];
+
+			leaf->vm_seen_blocks = (BlockNumber) Min((uint64) RelationGetNumberOfBlocks(leaf->heap),
+													 (uint64) st->chunk_cap * 4);
+			most = Max(most, leaf->vm_seen_blocks);
+		}
+		st->vm_seen = MemoryContextAllocHuge(cxt, Max(most, 1));
 	}
+	eytz_join_use_leaf(st, 0);
+	/* routed keys are copied (eytz_join_route_batch): their bytes count too */
+	if (OidIsValid(st->route_opno) && st->nleaves > 1)
+		per_row += 2 * sizeof(uint64) + sizeof(uint32);
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 	/*
@@ -621,22 +692,57 @@ read_batch(EytzJoinState *st, Size limit)
  * outer rows (reading the next, 16 times larger, batch ahead would undo
  * that; its lookup is too short to hide anything anyway).
  */
+/*
+ * Move to the current batch's next leaf that has queries and submit them to
+ * its lookup; false when no leaf is left
+ */
 static bool
-start_batch(EytzJoinState *st)
+next_leaf(EytzJoinState *st)
 {
+	EytzJoinLeaf *leaf;
+
+	do
+	{
+		if (++st->cur_leaf >= st->nleaves)
+			return false;
+	} while (st->leaves[st->cur_leaf].nq == 0);
+	if (st->cur_leaf > 0 || st->nleaves > 1)
+	{
+		/* the last leaf's pins go (as at a batch's end) */
+		if (st->hf != NULL)
+			eytz_heap_reset(st->hf);
+		eytz_join_use_leaf(st, st->cur_leaf);
+	}
+	leaf = &st->leaves[st->cur_leaf];
 	st->nchunk = 0;
 	st->pos = 0;
 	st->block_end = 0;
 	st->index_pass = false;
 	st->cur_tid = PG_UINT64_MAX;
+	st->batch_done = false;
+	stage_enter(st, STAGE_LOOKUP);
+	eytz_lookup_submit(st->lookup, leaf->qlo, leaf->qhi, leaf->qrow, leaf->nq);
+	pgstat_count_index_scan(st->index);
+	leaf->searches++;
+	return true;
+}
+
+static bool
+start_batch(EytzJoinState *st)
+{
+	st->nchunk = 0;
+	st->pos = 0;
 	st->slot_row = NO_ROW;
 	st->unmatched_pos = 0;
-	st->batch_done = st->nq == 0;
+	st->cur_leaf = st->nleaves;	/* no leaf to search */
+	st->batch_done = true;
 	if (st->nq == 0)
 		return false;
+	st->cur_leaf = -1;
 	stage_enter(st, STAGE_LOOKUP);
-	eytz_lookup_submit(st->lookup, st->qlo, st->qhi, st->qrow, st->nq);
-	pgstat_count_index_scan(st->index);
+	eytz_join_route_batch(st);
+	if (!next_leaf(st))
+		return false;
 	return st->overlap && st->scan_reads > 1 &&
 		eytz_lookup_start(st->lookup, st->next_chunk,
 						  eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
@@ -777,7 +883,7 @@ next_match(EytzJoinState *st)
 		m = st->index_pass ? eytz_join_next_index_match(st, &r) : eytz_join_next_heap_match(st, &r);
 		if (m == NULL)
 		{
-			if (!eytz_join_next_chunk(st))
+			if (!eytz_join_next_chunk(st) && !next_leaf(st))
 				return NULL;
 			continue;
 		}
@@ -936,14 +1042,19 @@ eytz_join_end(CustomScanState *node)
 			ReleaseBuffer(st->vmbufs[i]);
 		st->vmbufs[i] = InvalidBuffer;
 	}
-	if (st->hf)
-		eytz_heap_end(st->hf);
-	if (st->lookup)
-		eytz_lookup_end(st->lookup);
-	if (st->index)
-		index_close(st->index, AccessShareLock);
-	if (st->heap)
-		table_close(st->heap, AccessShareLock);
+	for (i = 0; i < st->nleaves; i++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[i];
+
+		if (leaf->hf)
+			eytz_heap_end(leaf->hf);
+		if (leaf->lookup)
+			eytz_lookup_end(leaf->lookup);
+		if (leaf->index)
+			index_close(leaf->index, AccessShareLock);
+		if (leaf->heap)
+			table_close(leaf->heap, AccessShareLock);
+	}
 }
 
 static void
@@ -975,6 +1086,7 @@ eytz_join_rescan(CustomScanState *node)
 	st->pos = 0;
 	st->index_pass = false;
 	st->batch_done = true;
+	st->cur_leaf = st->nleaves;
 	st->phase = PHASE_FILL;
 	st->outer_done = false;
 	st->next_batch = Min(EYTZ_FIRST_BATCH, eytz_batch_size);

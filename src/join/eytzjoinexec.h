@@ -100,6 +100,7 @@ typedef struct EytzJoinReport
 	char		device[32];
 	char		cpu_reason[128];
 	uint64		batches;
+	uint64		leaf_searches;	/* a partitioned inner table's leaves searched */
 	uint64		chunks;
 	uint64		lookups;
 	uint64		matches;
@@ -148,13 +149,39 @@ typedef struct JoinBatch
 	Size		used;
 } JoinBatch;
 
+/*
+ * One table the join searches: the inner table, or one leaf of a
+ * partitioned inner table.  The state's current-leaf fields (index, heap,
+ * lookup, hf, keyattno, inner_attnos, ...) are copies of the leaf being
+ * searched (eytz_join_use_leaf), so that the fetch reads one place.
+ */
+typedef struct EytzJoinLeaf
+{
+	Oid			indexoid;
+	Oid			heapoid;
+	AttrNumber	keyattno;		/* the leaf's indexed column */
+	AttrNumber *inner_attnos;	/* per inner scan column, the leaf's attno */
+	AttrNumber	inner_natts;
+	Relation	index;
+	Relation	heap;
+	EytzLookup *lookup;
+	EytzHeapFetch *hf;
+	bool		inner_direct;
+	BlockNumber vm_seen_blocks;
+	/* the current batch's queries routed to it */
+	uint64	   *qlo;
+	uint64	   *qhi;
+	uint32	   *qrow;
+	uint32		nq;
+	/* EXPLAIN ANALYZE: the batches that searched it */
+	uint64		searches;
+} EytzJoinLeaf;
+
 typedef struct EytzJoinState
 {
 	CustomScanState css;
 
 	/* from the plan */
-	Oid			indexoid;
-	Oid			heapoid;
 	JoinType	jointype;
 	bool		single_match;
 	AttrNumber	keyattno;
@@ -193,7 +220,22 @@ typedef struct EytzJoinState
 	AttrNumber	key_natts;		/* the highest outer column a key clause
 								 * reads as it is (0: none) */
 
-	/* opened at the first batch */
+	/* the tables searched: one, or the leaves of a partitioned table */
+	EytzJoinLeaf *leaves;
+	int			nleaves;
+	int			cur_leaf;		/* the leaf being searched, or -1 */
+	Oid			parentoid;		/* the partitioned inner table, or 0 */
+	Oid			route_opno;		/* keys routed by the partition key with it */
+	int			npruned;		/* partitions the planner pruned */
+	struct EytzPartRoute *route;	/* the router, once made (NULL: none) */
+	uint64	   *rlo;			/* the routed copies of a batch's queries */
+	uint64	   *rhi;
+	uint32	   *rrow;
+	Size		rcap;
+	uint32	   *rcount;			/* per leaf: routed queries (scratch) */
+	int32	   *rleaf;			/* per query: its one leaf, -1 none, -2 several */
+
+	/* the current leaf (opened at the start) */
 	Relation	index;
 	Relation	heap;
 	const EytzKeyType *kt;
@@ -317,6 +359,9 @@ row_flags(EytzJoinState *st, BatchRow *r)
 {
 	return (bool *) &r->values[st->nouter];
 }
+
+/* eytzjoinleaves.c: a batch's queries for each leaf */
+extern void eytz_join_route_batch(EytzJoinState *st);
 
 /* eytzjoinfetch.c: the matches of a batch, their inner tuples */
 extern bool eytz_join_next_chunk(EytzJoinState *st);

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "port/atomics.h"
+#include "utils/lsyscache.h"
 
 #include "eytzjoinexec.h"
 
@@ -63,30 +64,42 @@ join_type_name(JoinType jt)
 static void
 report_add(EytzJoinState *st, EytzJoinReport *r)
 {
-	const EytzLookupStats *ls;
 	int			i;
 
 	if (!st->started)
 		return;
-	ls = eytz_lookup_stats(st->lookup);
-	strlcpy(r->device, ls->device, sizeof(r->device));
-	if (ls->cpu_reason)
-		strlcpy(r->cpu_reason, ls->cpu_reason, sizeof(r->cpu_reason));
+	/* the leaves' lookups add up; a device each searched leaf's differs from: "mixed" */
+	for (i = 0; i < st->nleaves; i++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[i];
+		const EytzLookupStats *ls = eytz_lookup_stats(leaf->lookup);
+
+		if (leaf->searches > 0 || (i == 0 && r->device[0] == '\0'))
+		{
+			if (r->device[0] == '\0' || (i == 0 && leaf->searches == 0))
+				strlcpy(r->device, ls->device, sizeof(r->device));
+			else if (strcmp(r->device, ls->device) != 0)
+				strlcpy(r->device, "mixed", sizeof(r->device));
+		}
+		if (ls->cpu_reason && r->cpu_reason[0] == '\0')
+			strlcpy(r->cpu_reason, ls->cpu_reason, sizeof(r->cpu_reason));
+		r->lookups += ls->lookups;
+		r->matches += ls->matches;
+		r->heap_blocks += eytz_heap_pages(leaf->hf);
+		r->gpu_batches += ls->gpu_batches;
+		r->overlap_batches += ls->overlap_batches;
+		r->wait_ms += ls->wait_ms;
+		r->acquire_ms += ls->acquire_ms;
+		r->search_ms += ls->search_ms;
+		r->transfer_ms += ls->transfer_ms;
+		r->kernel_ms += ls->kernel_ms;
+		r->sort_ms += ls->sort_ms;
+		r->leaf_searches += leaf->searches;
+	}
 	r->batches += st->nbatches;
 	r->chunks += st->nchunks;
-	r->lookups += ls->lookups;
-	r->matches += ls->matches;
 	r->fetches += st->nfetches;
-	r->heap_blocks += eytz_heap_pages(st->hf);
 	r->outer_pages += eytz_outer_pages(st->outer_scan);
-	r->gpu_batches += ls->gpu_batches;
-	r->overlap_batches += ls->overlap_batches;
-	r->wait_ms += ls->wait_ms;
-	r->acquire_ms += ls->acquire_ms;
-	r->search_ms += ls->search_ms;
-	r->transfer_ms += ls->transfer_ms;
-	r->kernel_ms += ls->kernel_ms;
-	r->sort_ms += ls->sort_ms;
 	for (i = 0; i < NUM_STAGES; i++)
 		r->stage_ms[i] += INSTR_TIME_GET_MILLISEC(st->stage_time[i]);
 	r->clock_reads += st->clock_reads;
@@ -95,12 +108,14 @@ report_add(EytzJoinState *st, EytzJoinReport *r)
 
 /* The counters and (with TIMING) the stage budget of one process */
 static void
-explain_report(const EytzJoinReport *r, ExplainState *es)
+explain_report(const EytzJoinReport *r, bool partitioned, ExplainState *es)
 {
 	ExplainPropertyText("Device", r->device, es);
 	if (r->cpu_reason[0] != '\0')
 		ExplainPropertyText("CPU Reason", r->cpu_reason, es);
 	ExplainPropertyUInteger("Batches", NULL, r->batches, es);
+	if (partitioned)
+		ExplainPropertyUInteger("Leaf Searches", NULL, r->leaf_searches, es);
 	ExplainPropertyUInteger("Chunks", NULL, r->chunks, es);
 	ExplainPropertyUInteger("Lookups", NULL, r->lookups, es);
 	ExplainPropertyUInteger("Matches", NULL, r->matches, es);
@@ -167,12 +182,50 @@ explain_workers(EytzJoinState *st, ExplainState *es)
 		ExplainOpenGroup("Worker", NULL, true, es);
 		if (es->format != EXPLAIN_FORMAT_TEXT)
 			ExplainPropertyInteger("Worker Number", NULL, i, es);
-		explain_report(&st->worker_reports[i], es);
+		explain_report(&st->worker_reports[i], st->parentoid != InvalidOid, es);
 		ExplainCloseGroup("Worker", NULL, true, es);
 		if (es->format == EXPLAIN_FORMAT_TEXT)
 			es->indent--;
 	}
 	ExplainCloseGroup("Join Workers", "Join Workers", false, es);
+}
+
+/*
+ * VERBOSE: per leaf of a partitioned inner table (the leader's part), its
+ * index, the batches that searched it, its lookups and matches, its device
+ */
+static void
+explain_leaves(EytzJoinState *st, ExplainState *es)
+{
+	ExplainOpenGroup("Leaves Searched", "Leaves Searched", false, es);
+	for (int i = 0; i < st->nleaves; i++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[i];
+		const EytzLookupStats *ls = eytz_lookup_stats(leaf->lookup);
+
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str,
+							 "Leaf %s: Index: %s  Searches: " UINT64_FORMAT
+							 "  Lookups: " UINT64_FORMAT "  Matches: " UINT64_FORMAT
+							 "  Device: %s\n",
+							 RelationGetRelationName(leaf->heap),
+							 RelationGetRelationName(leaf->index),
+							 leaf->searches, ls->lookups, ls->matches,
+							 leaf->searches > 0 ? ls->device : "none");
+			continue;
+		}
+		ExplainOpenGroup("Leaf", NULL, true, es);
+		ExplainPropertyText("Table", RelationGetRelationName(leaf->heap), es);
+		ExplainPropertyText("Index", RelationGetRelationName(leaf->index), es);
+		ExplainPropertyUInteger("Searches", NULL, leaf->searches, es);
+		ExplainPropertyUInteger("Lookups", NULL, ls->lookups, es);
+		ExplainPropertyUInteger("Matches", NULL, ls->matches, es);
+		ExplainPropertyText("Device", leaf->searches > 0 ? ls->device : "none", es);
+		ExplainCloseGroup("Leaf", NULL, true, es);
+	}
+	ExplainCloseGroup("Leaves Searched", "Leaves Searched", false, es);
 }
 
 void
@@ -184,14 +237,30 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	uint64		kept_queries;
 	bool		image_copied;
 
-	eytz_read_meta(st->index, &meta);
 	ExplainPropertyText("Join Type", join_type_name(st->jointype), es);
-	ExplainPropertyText("Index", RelationGetRelationName(st->index), es);
-	if (eytz_meta_layout(&meta) == EYTZ_LAYOUT_EKS)
-		snprintf(buf, sizeof(buf), "eks (fanout %u)", meta.fanout);
+	if (OidIsValid(st->parentoid))
+	{
+		char	   *name = get_rel_name(st->parentoid);
+
+		ExplainPropertyText("Partitioned Table", name ? name : "?", es);
+		ExplainPropertyInteger("Leaves", NULL, st->nleaves, es);
+		ExplainPropertyInteger("Partitions Pruned", NULL, st->npruned, es);
+		ExplainPropertyText("Key Routing",
+							OidIsValid(st->route_opno) && st->point_keys &&
+							(st->rcount == NULL || st->route != NULL) ?
+							"partition key" : "every leaf",
+							es);
+	}
 	else
-		snprintf(buf, sizeof(buf), "ebs");
-	ExplainPropertyText("Layout", buf, es);
+	{
+		eytz_read_meta(st->index, &meta);
+		ExplainPropertyText("Index", RelationGetRelationName(st->index), es);
+		if (eytz_meta_layout(&meta) == EYTZ_LAYOUT_EKS)
+			snprintf(buf, sizeof(buf), "eks (fanout %u)", meta.fanout);
+		else
+			snprintf(buf, sizeof(buf), "ebs");
+		ExplainPropertyText("Layout", buf, es);
+	}
 	if (st->index_only)
 		ExplainPropertyBool("Index Only", true, es);
 	if (!es->analyze)
@@ -212,7 +281,9 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 		memset(&own, 0, sizeof(own));
 		report_add(st, &own);
-		explain_report(&own, es);
+		explain_report(&own, OidIsValid(st->parentoid), es);
+		if (es->verbose && OidIsValid(st->parentoid))
+			explain_leaves(st, es);
 	}
 	explain_workers(st, es);
 }
@@ -237,6 +308,12 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
 
+	/* the leader's image is shared where the join searches one index */
+	if (st->nleaves > 1)
+	{
+		st->share = NULL;
+		return reports_size(pcxt->nworkers);
+	}
 	return add_size(reports_size(pcxt->nworkers),
 					eytz_lookup_share_estimate(&st->share, st->index,
 											   st->css.ss.ps.state->es_query_cxt));

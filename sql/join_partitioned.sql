@@ -1,0 +1,193 @@
+-- join_partitioned: the EytzGPU Join over a partitioned inner table, one
+-- node whose inner side is the leaves that survive pruning, each searched
+-- through its own eytzgpu index.  Where the join column is the partition
+-- key each key is routed to the one leaf that can hold it, else every leaf
+-- is searched.  Every answer is compared with PostgreSQL's own
+-- (eytzgpu.enable_join off) on random keys with duplicates, NULLs, misses
+-- and extremes: hash, range with a default partition, list, two levels
+-- (on the same column and on another), leaves whose columns are ordered
+-- differently, an empty leaf, pending entries, every join type, ranges,
+-- cross-type keys, INCLUDE columns, pruning, LIMIT, parallel query,
+-- UPDATEs moving rows, PREPARE with partitions attached and detached.
+\set ECHO none
+\i sql/join_harness.inc
+\set ECHO all
+SELECT setseed(0.5);
+
+CREATE TABLE jt_outer (k int4, x int4, b int8);
+INSERT INTO jt_outer
+SELECT CASE WHEN random() < 0.03 THEN NULL
+			WHEN g % 700 = 0 THEN 2147483647
+			WHEN g % 701 = 0 THEN -2147483648
+			ELSE (random() * 21000)::int END, g, (random() * 21000)::int8
+  FROM generate_series(1, 12000) g;
+ANALYZE jt_outer;
+
+-- hash, 4 ways; one leaf attached with its columns in another order
+CREATE TABLE jt_hash (k int4, v int4, t text) PARTITION BY HASH (k);
+CREATE TABLE jt_hash_0 PARTITION OF jt_hash FOR VALUES WITH (MODULUS 4, REMAINDER 0);
+CREATE TABLE jt_hash_1 PARTITION OF jt_hash FOR VALUES WITH (MODULUS 4, REMAINDER 1);
+CREATE TABLE jt_hash_2 PARTITION OF jt_hash FOR VALUES WITH (MODULUS 4, REMAINDER 2);
+CREATE TABLE jt_hash_3 (t text, v int4, k int4);
+ALTER TABLE jt_hash ATTACH PARTITION jt_hash_3 FOR VALUES WITH (MODULUS 4, REMAINDER 3);
+INSERT INTO jt_hash
+SELECT CASE WHEN random() < 0.02 THEN NULL
+			WHEN g % 1000 = 0 THEN 2147483647
+			WHEN g % 1001 = 0 THEN -2147483648
+			ELSE (random() * 20000)::int END, g, 'h' || g
+  FROM generate_series(1, 50000) g;
+CREATE INDEX jt_hash_k ON jt_hash USING eytzgpu (k) INCLUDE (v);
+ANALYZE jt_hash;
+SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT * FROM join_plan('SELECT o.x, i.v, i.t FROM jt_outer o JOIN jt_hash i ON i.k = o.k', true,
+						'Device|Chunks|Heap Fetches|Heap Blocks');
+SELECT join_check('SELECT o.x, i.v, i.t FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v, i.tableoid::regclass AS leaf FROM jt_outer o LEFT JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE EXISTS (SELECT 1 FROM jt_hash i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_hash i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k AND i.v % 3 <> o.x % 3');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_hash i ON i.k = o.k WHERE i.v IS NULL OR i.v > 100');
+-- cross-type keys (int8 outer), routed exactly
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.b');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.b + 4294967296');
+-- ranges: every leaf searched
+SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k BETWEEN o.x AND o.x + 2');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k BETWEEN o.x AND o.x + 2');
+-- an expression of the outer row, and the inner table's own quals
+SELECT join_check('SELECT o.x, i.t FROM jt_outer o JOIN jt_hash i ON i.k = o.x % 5000 WHERE i.v % 2 = 0');
+-- a LIMIT stops early
+SELECT count(*) FROM (SELECT o.x FROM jt_outer o JOIN jt_hash i ON i.k = o.k LIMIT 7) s;
+-- pending entries in two leaves, rows deleted and moved between leaves
+INSERT INTO jt_hash SELECT g % 25000, -g, 'p' || g FROM generate_series(1, 3000) g;
+DELETE FROM jt_hash WHERE v % 11 = 0;
+UPDATE jt_hash SET k = k + 1 WHERE v % 13 = 0 AND k < 100000;
+SELECT join_check('SELECT o.x, i.v, i.t FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_hash i WHERE i.k = o.k)');
+BEGIN;
+UPDATE jt_hash SET k = k + 7 WHERE v % 17 = 0 AND k < 100000;
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+ROLLBACK;
+VACUUM jt_hash;
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+
+-- range with a default partition, an empty leaf, pruning by the inner quals
+CREATE TABLE jt_range (k int4, v int4) PARTITION BY RANGE (k);
+CREATE TABLE jt_range_lo PARTITION OF jt_range FOR VALUES FROM (MINVALUE) TO (5000);
+CREATE TABLE jt_range_mid PARTITION OF jt_range FOR VALUES FROM (5000) TO (12000);
+CREATE TABLE jt_range_empty PARTITION OF jt_range FOR VALUES FROM (12000) TO (13000);
+CREATE TABLE jt_range_def PARTITION OF jt_range DEFAULT;
+INSERT INTO jt_range
+SELECT CASE WHEN random() < 0.02 THEN NULL
+			WHEN g % 997 = 0 THEN 2147483647
+			ELSE (random() * 20000)::int END, g
+  FROM generate_series(1, 40000) g WHERE g % 20 <> 0;
+DELETE FROM jt_range WHERE k >= 12000 AND k < 13000;
+CREATE INDEX jt_range_k ON jt_range USING eytzgpu (k);
+ANALYZE jt_range;
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_range i ON i.k = o.k');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_range i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.b');
+SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < 9000');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < 9000');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.v > 30000');
+
+-- list, and a leaf without an eytzgpu index: PostgreSQL's plans
+CREATE TABLE jt_list (k int4, v int4) PARTITION BY LIST (k);
+CREATE TABLE jt_list_a PARTITION OF jt_list FOR VALUES IN (1, 2, 3, 5, 8, 13, 21, NULL);
+CREATE TABLE jt_list_b PARTITION OF jt_list FOR VALUES IN (34, 55, 89, 144, 2147483647);
+CREATE TABLE jt_list_c PARTITION OF jt_list DEFAULT;
+INSERT INTO jt_list SELECT (ARRAY[1, 2, 3, 5, 8, 13, 21, NULL, 34, 55, 89, 144, 2147483647, 7, 100])[1 + g % 15], g
+  FROM generate_series(1, 6000) g;
+CREATE INDEX jt_list_k ON jt_list USING eytzgpu (k);
+ANALYZE jt_list;
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_list i ON i.k = o.x % 200');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_list i WHERE i.k = o.k)');
+-- a leaf without an eytzgpu index (the partitioned index made ONLY, one leaf
+-- left out): PostgreSQL's plans, and DEBUG1 names the leaf
+CREATE TABLE jt_part (k int4, v int4) PARTITION BY RANGE (k);
+CREATE TABLE jt_part_a PARTITION OF jt_part FOR VALUES FROM (MINVALUE) TO (100);
+CREATE TABLE jt_part_b PARTITION OF jt_part FOR VALUES FROM (100) TO (MAXVALUE);
+INSERT INTO jt_part SELECT g % 300, g FROM generate_series(1, 3000) g;
+CREATE INDEX jt_part_k ON ONLY jt_part USING eytzgpu (k);
+CREATE INDEX jt_part_a_k ON jt_part_a USING eytzgpu (k);
+ANALYZE jt_part;
+SET jit = off;
+SET client_min_messages = debug1;
+SELECT count(*) FROM jt_outer o JOIN jt_part i ON i.k = o.x % 500;
+SET client_min_messages = warning;
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_part i ON i.k = o.x % 500');
+-- pruned away, the leaf without one does not matter
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_part i ON i.k = o.x % 500 WHERE i.k < 50');
+-- ... nor once it has one
+CREATE INDEX jt_part_b_k ON jt_part_b USING eytzgpu (k);
+ALTER INDEX jt_part_k ATTACH PARTITION jt_part_b_k;
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_part i ON i.k = o.x % 500');
+
+-- two levels: range of hash on the same column, and list of range on another one
+CREATE TABLE jt_two (k int4, g int4, v int4) PARTITION BY RANGE (k);
+CREATE TABLE jt_two_lo PARTITION OF jt_two FOR VALUES FROM (MINVALUE) TO (10000) PARTITION BY HASH (k);
+CREATE TABLE jt_two_lo_0 PARTITION OF jt_two_lo FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE jt_two_lo_1 PARTITION OF jt_two_lo FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+CREATE TABLE jt_two_hi PARTITION OF jt_two FOR VALUES FROM (10000) TO (MAXVALUE) PARTITION BY LIST (g);
+CREATE TABLE jt_two_hi_a PARTITION OF jt_two_hi FOR VALUES IN (0, 1);
+CREATE TABLE jt_two_hi_b PARTITION OF jt_two_hi DEFAULT;
+CREATE TABLE jt_two_null PARTITION OF jt_two DEFAULT;
+INSERT INTO jt_two
+SELECT CASE WHEN random() < 0.02 THEN NULL ELSE (random() * 21000)::int END, g % 4, g
+  FROM generate_series(1, 30000) g;
+CREATE INDEX jt_two_k ON jt_two USING eytzgpu (k);
+ANALYZE jt_two;
+SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_two i ON i.k = o.k', true, 'Device|Lookups|Matches|Heap Fetches|Heap Blocks|Chunks');
+SELECT join_check('SELECT o.x, i.v, i.g FROM jt_outer o JOIN jt_two i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_two i ON i.k = o.k AND i.g <> 2');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE EXISTS (SELECT 1 FROM jt_two i WHERE i.k = o.k)');
+-- partitioned on another column: every leaf gets every key
+CREATE TABLE jt_other (k int4, g int4, v int4) PARTITION BY LIST (g);
+CREATE TABLE jt_other_0 PARTITION OF jt_other FOR VALUES IN (0);
+CREATE TABLE jt_other_1 PARTITION OF jt_other FOR VALUES IN (1, 2);
+CREATE TABLE jt_other_n PARTITION OF jt_other DEFAULT;
+INSERT INTO jt_other SELECT (random() * 21000)::int, g % 5, g FROM generate_series(1, 20000) g;
+CREATE INDEX jt_other_k ON jt_other USING eytzgpu (k);
+ANALYZE jt_other;
+SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_other i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_other i ON i.k = o.k');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_other i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_other i ON i.k = o.k WHERE i.g = 1');
+
+-- PREPARE, then partitions detached and attached before EXECUTE
+SET plan_cache_mode = force_generic_plan;
+PREPARE jt_q(int) AS SELECT count(*), sum(i.v) FROM jt_outer o JOIN jt_hash i ON i.k = o.k + $1;
+CREATE TEMP TABLE jt_ans AS EXECUTE jt_q(0);
+SET eytzgpu.enable_join = off;
+SELECT (SELECT (count, sum) FROM jt_ans) = (SELECT (count(*), sum(i.v)) FROM jt_outer o JOIN jt_hash i ON i.k = o.k) AS same;
+RESET eytzgpu.enable_join;
+ALTER TABLE jt_hash DETACH PARTITION jt_hash_2;
+CREATE TEMP TABLE jt_ans2 AS EXECUTE jt_q(0);
+SET eytzgpu.enable_join = off;
+SELECT (SELECT (count, sum) FROM jt_ans2) = (SELECT (count(*), sum(i.v)) FROM jt_outer o JOIN jt_hash i ON i.k = o.k) AS same;
+RESET eytzgpu.enable_join;
+ALTER TABLE jt_hash ATTACH PARTITION jt_hash_2 FOR VALUES WITH (MODULUS 4, REMAINDER 2);
+CREATE TEMP TABLE jt_ans3 AS EXECUTE jt_q(0);
+SELECT (SELECT (count, sum) FROM jt_ans3) = (SELECT (count, sum) FROM jt_ans) AS same;
+RESET plan_cache_mode;
+
+-- parallel: each process batches its share of the outer rows
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = off;
+SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_two i ON i.k = o.k');
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET parallel_leader_participation;
+
+-- a whole-row reference of a leaf is not its partitioned table's row: PostgreSQL's plans
+SELECT join_check('SELECT o.x, i FROM jt_outer o JOIN jt_hash i ON i.k = o.k');

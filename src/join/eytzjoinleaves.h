@@ -1,0 +1,19 @@
+/*
+ * eytzjoinleaves.h
+ *		The planner's side of the batched join over a partitioned inner
+ *		table (eytzjoinleaves.c): the leaves that survive pruning, their
+ *		columns, whether keys can be routed to them.
+ */
+#ifndef EYTZJOINLEAVES_H
+#define EYTZJOINLEAVES_H
+
+#include "postgres.h"
+
+#include "nodes/pathnodes.h"
+
+extern bool eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel,
+									 List **leaves, int *npruned);
+extern AttrNumber eytz_join_leaf_attno(Oid parent, AttrNumber attno, Oid leaf);
+extern bool eytz_join_routable(RelOptInfo *rel, AttrNumber keyattno);
+
+#endif							/* EYTZJOINLEAVES_H */
