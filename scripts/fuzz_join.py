@@ -8,7 +8,10 @@ server with eytzgpu installed (psql through PGHOST/PGPORT/PGUSER/PGDATABASE).
 One seed draws a key type (int4, int8, float8, date, timestamp), table sizes
 (0 to 200k inner rows, 0 to 50k outer rows), a key span (so duplicates from
 none to thousands a key), NULL keys and values, extremes, and an eytzgpu
-index with or without INCLUDE.  Each round sets random executor limits
+index with or without INCLUDE, and whether the inner table is one table or
+partitioned (hash, or range on the key with a default partition; 2 to 6
+leaves: the join then searches the leaves, keys routed by the partition
+key, and UPDATEs of the key move rows between leaves).  Each round sets random executor limits
 (work_mem, eytzgpu.batch_size, the direct outer scan, the image cache), runs
 four join shapes through sql/join_harness.inc's join_check (the eytzgpu join
 against PostgreSQL's own plan: inner, LEFT, semi, anti, range joins, join and
@@ -68,13 +71,30 @@ nullfrac = rnd.choice([0, 0.01, 0.2])
 # joined rows about n * m / span: answers small enough to compare
 while m > 1 and n * m / span > 3000000:
     m //= 4
+partitioning = rnd.choice(["none", "none", "hash", "range"])
+nparts = rnd.randrange(2, 7)
 extremes = [0, -1, span, span - 1] + ([2147483647, -2147483648] if ktype in ("int4", "int8") else [7, -7])
+
+def partition_clause():
+    """the inner table's PARTITION BY clause and its leaves, or ';'"""
+    if partitioning == "none":
+        return ";"
+    if partitioning == "hash":
+        return " PARTITION BY HASH (k);\n" + "".join(
+            f"CREATE TABLE ft_p{i} PARTITION OF ft FOR VALUES WITH (MODULUS {nparts}, REMAINDER {i});\n"
+            for i in range(nparts))
+    bounds = sorted(rnd.sample(range(-span // 4, span), nparts - 1)) if span > nparts else list(range(nparts - 1))
+    edges = ["MINVALUE"] + [key(str(b)) for b in bounds] + ["MAXVALUE"]
+    return " PARTITION BY RANGE (k);\n" + "".join(
+        f"CREATE TABLE ft_p{i} PARTITION OF ft FOR VALUES FROM ({edges[i]}) TO ({edges[i + 1]});\n"
+        for i in range(nparts) if edges[i] != edges[i + 1]) + "CREATE TABLE ft_def PARTITION OF ft DEFAULT;\n"
+
 
 setup = f"""
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS eytzgpu;
 DROP TABLE IF EXISTS ft, fo;
-CREATE TABLE ft (k {ktype}, v int4, w float8, d date, pad text);
+CREATE TABLE ft (k {ktype}, v int4, w float8, d date, pad text){partition_clause()}
 CREATE TABLE fo (k {ktype}, x int4);
 INSERT INTO ft SELECT
   CASE WHEN random() < {nullfrac} THEN NULL ELSE {key(f"floor(random() * {span})::bigint - {span // 4}")} END,
@@ -96,6 +116,9 @@ run(setup)
 def changes():
     """SQL of a few random changes to the tables, then maybe maintenance"""
     s = ""
+    # eytzgpu_merge() takes a leaf index
+    merge = ("SELECT eytzgpu_merge('ft_ez') IS NOT NULL;\n" if partitioning == "none" else
+             "SELECT bool_and(eytzgpu_merge(relid) IS NOT NULL) FROM pg_partition_tree('ft_ez') WHERE isleaf;\n")
     for _ in range(rnd.randrange(1, 4)):
         c = rnd.random()
         frac = rnd.choice([0.001, 0.05, 0.3])
@@ -112,7 +135,7 @@ def changes():
             s += f"DELETE FROM ft WHERE random() < {frac};\n"
         else:
             s += "DELETE FROM fo WHERE random() < 0.1; INSERT INTO fo SELECT k, 0 FROM ft WHERE random() < 0.01;\n"
-    s += rnd.choices(["VACUUM ft;\n", "SELECT eytzgpu_merge('ft_ez') IS NOT NULL;\n", "REINDEX INDEX ft_ez;\n",
+    s += rnd.choices(["VACUUM ft;\n", merge, "REINDEX INDEX ft_ez;\n",
                       "VACUUM ANALYZE ft;\n", ""], weights=[20, 10, 5, 10, 55])[0]
     return s
 
@@ -181,15 +204,17 @@ for i in range(rounds):
             scan_checks += 1
             indexed += on_index
         elif in_plan:
-            on_index |= "ft_ez" in line
+            on_index |= "ft_ez" in line or (partitioning != "none" and "Index" in line)
         if " J custom=" in line:
             checked += 1
             used += " J custom=t " in line
         if "differences=" in line and not line.endswith("differences=0"):
-            print(f"DIFFERENCE seed {seed} ({ktype}, {n} x {m}, span {span}, include {include}): {line}")
+            print(f"DIFFERENCE seed {seed} ({ktype}, {n} x {m}, span {span}, include {include}, "
+                  f"partitioning {partitioning}): {line}")
             differences += 1
     run(changes())
-print(f"seed {seed}: {ktype} keys, {n} x {m} rows, span {span}, include {include}: {rounds} rounds, "
+print(f"seed {seed}: {ktype} keys, {n} x {m} rows, span {span}, include {include}, "
+      f"partitioning {partitioning}{'' if partitioning == 'none' else f' ({nparts})'}: {rounds} rounds, "
       f"the eytzgpu join in {used} of {checked} join checks, the index in {indexed} of {scan_checks} scan checks, "
       f"{differences} differences")
 sys.exit(1 if differences else 0)

@@ -1,0 +1,112 @@
+# Copyright (c) eytzgpu authors
+#
+# The EytzGPU Join over a partitioned inner table while a partition is
+# detached (concurrently, and not) and attached again, and entries are
+# added and merged, under sessions joining all the while, some through
+# prepared statements whose generic plans the partition changes invalidate:
+# no join fails, and each answers either with the partition or without it
+# (PostgreSQL's own two answers), never anything else.
+use strict;
+use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('partitions');
+$node->init;
+$node->append_conf('postgresql.conf', "max_connections = 40\n");
+$node->start;
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION eytzgpu;
+	SELECT setseed(0.7);
+	-- range partitions on the join key (no default partition: DETACH
+	-- CONCURRENTLY refuses one), the middle one hash-partitioned again,
+	-- one leaf with its columns in another order
+	CREATE TABLE p (k int4, v int4) PARTITION BY RANGE (k);
+	CREATE TABLE p_a PARTITION OF p FOR VALUES FROM (MINVALUE) TO (10000);
+	CREATE TABLE p_b PARTITION OF p FOR VALUES FROM (10000) TO (20000) PARTITION BY HASH (k);
+	CREATE TABLE p_b0 PARTITION OF p_b FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+	CREATE TABLE p_b1 (v int4, k int4);
+	ALTER TABLE p_b ATTACH PARTITION p_b1 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+	CREATE TABLE p_x PARTITION OF p FOR VALUES FROM (20000) TO (30000);
+	CREATE TABLE p_z PARTITION OF p FOR VALUES FROM (30000) TO (MAXVALUE);
+	INSERT INTO p SELECT (random() * 40000)::int4, g FROM generate_series(1, 60000) g;
+	INSERT INTO p VALUES (2147483647, -1), (-2147483648, -2);
+	CREATE INDEX p_k ON p USING eytzgpu (k);
+	INSERT INTO p SELECT (random() * 40000)::int4, -g FROM generate_series(3, 2000) g;
+	-- outer: repeats, misses, NULLs, the extremes
+	CREATE TABLE o (id int4 GENERATED ALWAYS AS IDENTITY, k int4);
+	INSERT INTO o (k) SELECT CASE WHEN random() < 0.03 THEN NULL
+		ELSE (random() * 45000)::int4 END FROM generate_series(1, 8000);
+	INSERT INTO o (k) VALUES (2147483647), (-2147483648);
+	ANALYZE p, o;
+});
+
+my $force = 'SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;';
+my $answer = q{SELECT count(*) || ':' || coalesce(sum(o.id::int8 * 7 + t.v), 0) || ':' ||
+	count(*) FILTER (WHERE t.v < 0) FROM o JOIN p t ON t.k = o.k};
+# PostgreSQL's own answers, with and without p_x (rows with v < 0 are the
+# pending entries: they never change)
+my $with = $node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $answer");
+$node->safe_psql('postgres', 'ALTER TABLE p DETACH PARTITION p_x');
+my $without = $node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $answer");
+$node->safe_psql('postgres', 'ALTER TABLE p ATTACH PARTITION p_x FOR VALUES FROM (20000) TO (30000)');
+isnt($with, $without, 'the partition changes the answer');
+like($node->safe_psql('postgres', "$force EXPLAIN (COSTS OFF) $answer"),
+	qr/EytzGPU Join(.*\n)*.*Partitioned Table: p\n.*Leaves: 5/, 'one join over the five leaves');
+is($node->safe_psql('postgres', "$force $answer"), $with, 'the join answers as PostgreSQL does');
+
+# each transaction: the join, which must be one of the two answers
+my $dir = PostgreSQL::Test::Utils::tempdir;
+open(my $fh, '>', "$dir/join.sql") or die;
+print $fh "$force\nSELECT ($answer) IN ('$with', '$without') AS good \\gset\n"
+  . "\\if :good\n\\else\nSELECT 1 / 0 AS wrong_answer;\n\\endif\n";
+close $fh;
+
+sub pgbench_start
+{
+	my ($mode, $out, $err) = @_;
+	return IPC::Run::start(
+		[
+			'pgbench', '-n', '-h', $node->host, '-p', $node->port,
+			'-c', 4, '-j', 2, '-T', 12, '-M', $mode,
+			'-f', "$dir/join.sql", 'postgres'
+		],
+		'>', $out, '2>', $err);
+}
+
+my ($simple_out, $simple_err, $prep_out, $prep_err) = ('', '', '', '');
+my $simple = pgbench_start('simple', \$simple_out, \$simple_err);
+my $prepared = pgbench_start('prepared', \$prep_out, \$prep_err);
+my $toggles = 0;
+my $start = time;
+while (time - $start < 10)
+{
+	my $concurrently = $toggles % 2 ? ' CONCURRENTLY' : '';
+	$node->safe_psql('postgres', "ALTER TABLE p DETACH PARTITION p_x$concurrently");
+	$node->safe_psql('postgres',
+		'ALTER TABLE p ATTACH PARTITION p_x FOR VALUES FROM (20000) TO (30000)');
+	# entries that match no outer key, merged: new generations meanwhile
+	$node->safe_psql('postgres',
+		"INSERT INTO p SELECT 1000000 + g, 0 FROM generate_series(1, 50) g;
+		 SELECT eytzgpu_merge(indexrelid) FROM pg_index i
+		   JOIN pg_partition_tree('p') t ON t.relid = i.indrelid
+		  WHERE t.relid = 'p_z'::regclass");
+	$toggles++;
+}
+ok($simple->finish, 'simple protocol: no join failed, each answered right')
+  or diag("pgbench: $simple_out\n$simple_err");
+ok($prepared->finish, 'prepared statements: no join failed, each answered right')
+  or diag("pgbench: $prep_out\n$prep_err");
+cmp_ok($toggles, '>=', 2, "the partition went and came back $toggles times");
+like($simple_out, qr/number of transactions actually processed: [1-9]/, 'joins ran (simple)');
+like($prep_out, qr/number of transactions actually processed: [1-9]/, 'joins ran (prepared)');
+like($simple_out, qr/number of failed transactions: 0/, 'none failed (simple)');
+like($prep_out, qr/number of failed transactions: 0/, 'none failed (prepared)');
+is($node->safe_psql('postgres', "$force $answer"), $with, 'the answer after the changes');
+
+$node->stop;
+done_testing();
