@@ -21,6 +21,7 @@
 # its own that ran the query once before (warm): the table shows the best
 # and the median of the rounds.  The ratios are against the EytzGPU Join
 # over the partitioned table of the same data set and partitioning.
+# SKIP_DATA=1 reuses the tables of a previous run.
 # Results: $BENCH_OUT/table.md (default /tmp/partition_bench).
 set -euo pipefail
 N=${1:-20000000}
@@ -59,9 +60,9 @@ make_data() {
 
 echo "== data: $N inner rows, $M outer rows, $PARTS partitions"
 sql "CREATE EXTENSION IF NOT EXISTS eytzgpu"
-make_data friendly "((g::int8 * 48271) % 2147483647)::int4" \
+[ "${SKIP_DATA:-0}" = 1 ] || make_data friendly "((g::int8 * 48271) % 2147483647)::int4" \
 	"SELECT ((g::int8 * 48271) % 2147483647)::int4 FROM generate_series(1, $N) g ORDER BY random() LIMIT $M"
-make_data random "hashint4(g)" \
+[ "${SKIP_DATA:-0}" = 1 ] || make_data random "hashint4(g)" \
 	"SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g"
 
 # run NAME SETTINGS QUERY: one backend, the query once (warm-up) then once

@@ -56,8 +56,14 @@ SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k B
 SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k BETWEEN o.x AND o.x + 2');
 -- an expression of the outer row, and the inner table's own quals
 SELECT join_check('SELECT o.x, i.t FROM jt_outer o JOIN jt_hash i ON i.k = o.x % 5000 WHERE i.v % 2 = 0');
--- a LIMIT stops early
+-- a LIMIT stops early; a rescan per outer value of the lateral query starts over
 SELECT count(*) FROM (SELECT o.x FROM jt_outer o JOIN jt_hash i ON i.k = o.k LIMIT 7) s;
+SELECT join_check('SELECT p.g, s.c FROM generate_series(0, 4) p(g),
+	LATERAL (SELECT count(*) AS c FROM (SELECT i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k
+										WHERE o.x % 5 = p.g LIMIT 900) x) s');
+SELECT join_check('SELECT p.g, s.c, s.sv FROM generate_series(0, 4) p(g),
+	LATERAL (SELECT count(*) AS c, sum(i.v) AS sv FROM jt_outer o LEFT JOIN jt_hash i ON i.k = o.k
+			 WHERE o.x % 5 = p.g) s');
 -- pending entries in two leaves, rows deleted and moved between leaves
 INSERT INTO jt_hash SELECT g % 25000, -g, 'p' || g FROM generate_series(1, 3000) g;
 DELETE FROM jt_hash WHERE v % 11 = 0;

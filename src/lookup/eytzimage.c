@@ -111,12 +111,20 @@ images_context(void)
  * its arrays in its kept segment (whose memory goes when the last process
  * attached to it detaches: workers still searching it keep it)
  */
+/*
+ * The pages this backend's pinned views hold: one budget for all of them
+ * (pages_fit), so that a join over many leaves' indexes does not pin more
+ * of shared_buffers than one index may
+ */
+static uint64 pinned_pages_held = 0;
+
 static void
 image_free(EytzCacheEntry *entry)
 {
 	EytzImage  *image = (EytzImage *) entry;
 	uint32		i;
 
+	pinned_pages_held -= Min(pinned_pages_held, image->nbufs);
 	for (i = 0; i < image->nbufs; i++)
 		ReleaseBuffer(image->bufs[i]);
 	image->nbufs = 0;
@@ -522,14 +530,14 @@ eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
 	return true;
 }
 
-/* Within the pin budget: a third of shared_buffers */
+/* Within the pin budget: a third of shared_buffers, less what this backend's other pinned views hold */
 static bool
 pages_fit(const EytzMetaPageData *meta)
 {
 	uint64		pages = (uint64) meta->nkeypages + meta->ntidpages;
 
 	return meta->nentries > 0 && meta->nentries < PG_UINT32_MAX &&
-		pages <= (uint64) NBuffers / PINNED_SHARE_DIVISOR;
+		pages + pinned_pages_held <= (uint64) NBuffers / PINNED_SHARE_DIVISOR;
 }
 
 /*
@@ -649,6 +657,7 @@ eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta)
 			CHECK_FOR_INTERRUPTS();
 	}
 	image->use = eytz_image_pinned_use(index, meta, true);
+	pinned_pages_held += image->nbufs;
 	image->ce.refcount = 1;
 	image->ce.cached = false;
 	MemoryContextSetParent(cxt, images_context());
@@ -658,6 +667,7 @@ eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta)
 void
 eytz_image_forget_pins(EytzImage *image)
 {
+	pinned_pages_held -= Min(pinned_pages_held, image->nbufs);
 	image->nbufs = 0;
 }
 
