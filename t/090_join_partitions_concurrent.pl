@@ -5,7 +5,8 @@
 # added and merged, under sessions joining all the while, some through
 # prepared statements whose generic plans the partition changes invalidate:
 # no join fails, and each answers either with the partition or without it
-# (PostgreSQL's own two answers), never anything else.
+# (PostgreSQL's own two answers), never anything else.  Then the pinned
+# views of many leaves within one budget.
 use strict;
 use warnings;
 use IPC::Run;
@@ -107,6 +108,30 @@ like($prep_out, qr/number of transactions actually processed: [1-9]/, 'joins ran
 like($simple_out, qr/number of failed transactions: 0/, 'none failed (simple)');
 like($prep_out, qr/number of failed transactions: 0/, 'none failed (prepared)');
 is($node->safe_psql('postgres', "$force $answer"), $with, 'the answer after the changes');
+
+# Pinned views of many leaves share one budget: eight leaves whose indexes
+# each fit a third of shared_buffers but together exceed all of it (the
+# join pinned them all and failed with "no unpinned buffers available")
+$node->append_conf('postgresql.conf', "shared_buffers = 2MB\n");
+$node->restart;
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE h (k int4, v int4) PARTITION BY HASH (k);
+	SELECT format('CREATE TABLE h_%s PARTITION OF h FOR VALUES WITH (MODULUS 8, REMAINDER %s)', r, r)
+	  FROM generate_series(0, 7) r \gexec
+	INSERT INTO h SELECT g, g FROM generate_series(1, 320000) g;
+	CREATE INDEX ON h USING eytzgpu (k);
+	CREATE TABLE ho AS SELECT (g * 37) % 330000 AS k FROM generate_series(1, 40000) g;
+	VACUUM ANALYZE h, ho;
+});
+my $hq = 'SELECT count(*), sum(h.v::int8) FROM ho JOIN h ON h.k = ho.k';
+my $pinned = 'SET eytzgpu.cpu_view = pinned; SET max_parallel_workers_per_gather = 0;';
+like($node->safe_psql('postgres', "$force $pinned EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF) $hq"),
+	qr/Leaf h_0: .*Device: cpu \(pinned pages\)(.*\n)*.*Leaf h_7: .*Device: cpu\n/,
+	'the first leaf pinned, the leaves beyond the budget loaded');
+is($node->safe_psql('postgres', "$force $pinned $hq"),
+	$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $hq"),
+	'and the join answers right');
 
 $node->stop;
 done_testing();
