@@ -461,9 +461,7 @@ cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 					leaf_per_key;
 		double		leaf_touch;
 
-		/* the leader shares its image with the workers for one index only */
 		eytz_lookup_plan_cost(index->indexoid, outer_rows * key_share, in_workers,
-							  list_length(side->leaf_indexes) == 1,
 							  &leaf_startup, &leaf_per_key, &leaf_touch);
 		lookup_startup += leaf_startup;
 		lookup_per_key += leaf_per_key * key_share;

@@ -122,14 +122,15 @@ typedef struct EytzJoinReport
 } EytzJoinReport;
 
 /*
- * The parallel join's shared memory: a report per worker, and how the
- * workers take up the leader's image of the index (the lookup seam's
- * EytzLookupShared; its copy of the image, if any, follows the reports)
+ * The parallel join's shared memory: a report per worker; after them, per
+ * leaf, how the workers take up the leader's image of its index (the
+ * lookup seam's EytzLookupShared), the offsets of the images' copies, if
+ * any, and the copies (eytzjoinexplain.c)
  */
 typedef struct EytzJoinShared
 {
 	int			nworkers;
-	EytzLookupShared image;
+	int			nleaves;
 	EytzJoinReport reports[FLEXIBLE_ARRAY_MEMBER];
 } EytzJoinShared;
 
@@ -175,6 +176,9 @@ typedef struct EytzJoinLeaf
 	uint32		nq;
 	/* EXPLAIN ANALYZE: the batches that searched it */
 	uint64		searches;
+	/* parallel join, leader: its image shared with the workers */
+	EytzLookupShare *share;
+	Size		share_bytes;	/* room for its copy in shared memory */
 } EytzJoinLeaf;
 
 typedef struct EytzJoinState
@@ -312,7 +316,6 @@ typedef struct EytzJoinState
 
 	/* parallel join: the workers' reports (leader: copied at shutdown) */
 	EytzJoinShared *shared;
-	EytzLookupShare *share;		/* leader: its image shared with the workers */
 	double		import_ms;		/* worker: taking up the shared image */
 	EytzShareKind image_share;	/* worker: how */
 	EytzJoinReport *worker_reports;

@@ -265,8 +265,18 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyBool("Index Only", true, es);
 	if (!es->analyze)
 		return;
-	/* how the leader shared its image: kept (and the queries it served) */
-	eytz_lookup_share_report(st->share, &kept_queries, &image_copied);
+	/* how the leader shared its images: kept (and the queries they served) */
+	kept_queries = 0;
+	image_copied = false;
+	for (int i = 0; i < st->nleaves; i++)
+	{
+		uint64		kept;
+		bool		copied;
+
+		eytz_lookup_share_report(st->leaves[i].share, &kept, &copied);
+		kept_queries += kept;
+		image_copied |= copied;
+	}
 	if (kept_queries > 0)
 	{
 		ExplainPropertyText("Image Shared", "kept", es);
@@ -290,11 +300,11 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 /*
  * Parallel join (a partial path under Gather): the outer scan divides the
- * work and each process pins its own view of the index.  Shared memory
- * holds the workers' reports for the leader's EXPLAIN ANALYZE and, when the
- * leader has the index's image cached and the workers search images, the
- * way to it (the lookup seam's eytz_lookup_share_*), which spares each
- * worker a load; a copy of the image, if any, follows the reports.
+ * work and each process pins its own view of each index.  Shared memory
+ * holds the workers' reports for the leader's EXPLAIN ANALYZE and, per
+ * leaf, when the leader has its index's image cached and the workers search
+ * images, the way to it (the lookup seam's eytz_lookup_share_*), which
+ * spares each worker a load; the copies of images, if any, come last.
  */
 static Size
 reports_size(int nworkers)
@@ -303,20 +313,41 @@ reports_size(int nworkers)
 							 mul_size(sizeof(EytzJoinReport), nworkers)));
 }
 
+/* The per-leaf table after the reports: the images' shared states, then the copies' offsets */
+static Size
+leaf_table_size(int nleaves)
+{
+	return MAXALIGN(sizeof(EytzLookupShared) * nleaves) + MAXALIGN(sizeof(Size) * nleaves);
+}
+
+static EytzLookupShared *
+shared_images(EytzJoinShared *shared)
+{
+	return (EytzLookupShared *) ((char *) shared + reports_size(shared->nworkers));
+}
+
+static Size *
+shared_copy_offsets(EytzJoinShared *shared)
+{
+	return (Size *) ((char *) shared_images(shared) +
+					 MAXALIGN(sizeof(EytzLookupShared) * shared->nleaves));
+}
+
 Size
 eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
+	Size		size = add_size(reports_size(pcxt->nworkers), leaf_table_size(st->nleaves));
 
-	/* the leader's image is shared where the join searches one index */
-	if (st->nleaves > 1)
+	for (int i = 0; i < st->nleaves; i++)
 	{
-		st->share = NULL;
-		return reports_size(pcxt->nworkers);
+		EytzJoinLeaf *leaf = &st->leaves[i];
+
+		leaf->share_bytes = MAXALIGN(eytz_lookup_share_estimate(&leaf->share, leaf->index,
+																st->css.ss.ps.state->es_query_cxt));
+		size = add_size(size, leaf->share_bytes);
 	}
-	return add_size(reports_size(pcxt->nworkers),
-					eytz_lookup_share_estimate(&st->share, st->index,
-											   st->css.ss.ps.state->es_query_cxt));
+	return size;
 }
 
 void
@@ -324,11 +355,20 @@ eytz_join_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinat
 {
 	EytzJoinState *st = (EytzJoinState *) node;
 	EytzJoinShared *shared = (EytzJoinShared *) coordinate;
+	Size		off = reports_size(pcxt->nworkers) + leaf_table_size(st->nleaves);
 
-	memset(shared, 0, reports_size(pcxt->nworkers));
+	memset(shared, 0, off);
 	shared->nworkers = pcxt->nworkers;
-	eytz_lookup_share_init(st->share, st->index, &shared->image,
-						   (char *) shared + reports_size(pcxt->nworkers));
+	shared->nleaves = st->nleaves;
+	for (int i = 0; i < st->nleaves; i++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[i];
+
+		shared_copy_offsets(shared)[i] = off;
+		eytz_lookup_share_init(leaf->share, leaf->index, &shared_images(shared)[i],
+							   (char *) shared + off);
+		off += leaf->share_bytes;
+	}
 	st->shared = shared;
 }
 
@@ -343,15 +383,23 @@ void
 eytz_join_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
 	EytzJoinState *st = (EytzJoinState *) node;
+	EytzJoinShared *shared = (EytzJoinShared *) coordinate;
 	instr_time	t0,
 				t1;
 
-	st->shared = (EytzJoinShared *) coordinate;
-	if (!st->shared->image.has_image)
-		return;
+	st->shared = shared;
 	INSTR_TIME_SET_CURRENT(t0);
-	st->image_share = eytz_lookup_attach(st->index, &st->shared->image,
-										 (char *) st->shared + reports_size(st->shared->nworkers));
+	for (int i = 0; i < st->nleaves && i < shared->nleaves; i++)
+	{
+		EytzShareKind kind;
+
+		if (!shared_images(shared)[i].has_image)
+			continue;
+		kind = eytz_lookup_attach(st->leaves[i].index, &shared_images(shared)[i],
+								  (char *) shared + shared_copy_offsets(shared)[i]);
+		if (st->image_share == EYTZ_SHARE_NONE)
+			st->image_share = kind;
+	}
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	st->import_ms = INSTR_TIME_GET_MILLISEC(t1);

@@ -216,14 +216,14 @@ extern EytzShareKind eytz_lookup_attach(Relation index, const EytzLookupShared *
  * will submit about nkeys keys (0 when what it needs is resident), and the
  * cost of one key's search on the device that would answer.  With
  * fresh_backend (a parallel worker's scan) nothing of this backend's
- * counts but the image it shares with its workers (where image_shared:
- * the join shares one index's image), and the GPU only through the eytzgpu
- * service; *touch_bytes is then the shared memory the worker's view first
- * touches (the shared image, the index pages it loads), else 0.
+ * counts but the image it shares with its workers, and the GPU only
+ * through the eytzgpu service; *touch_bytes is then the shared memory the
+ * worker's view first touches (the shared image, the index pages it loads),
+ * else 0.
  */
 extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-								  bool image_shared, Cost *startup_cost,
-								  Cost *per_key_cost, double *touch_bytes);
+								  Cost *startup_cost, Cost *per_key_cost,
+								  double *touch_bytes);
 
 /*
  * Within the seam (eytzlookupcost.c): the view that nkeys keys call for,

@@ -196,8 +196,7 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok
 
 void
 eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-					  bool image_shared, Cost *startup_cost, Cost *per_key_cost,
-					  double *touch_bytes)
+					  Cost *startup_cost, Cost *per_key_cost, double *touch_bytes)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
@@ -224,7 +223,7 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 		 !fresh_backend && eytz_device_available(NULL));
 	resident = eytz_image_resident(index, meta.generation);
 	pinned_ok = eytz_image_pages_ok(index, &meta);
-	shared = fresh_backend && image_shared && !gpu_ok && resident &&
+	shared = fresh_backend && !gpu_ok && resident &&
 		(!pinned_ok ||
 		 eytz_image_in_place(NULL, (Size) meta.nentries * (meta.key_width + sizeof(uint64))));
 	*touch_bytes = 0;
