@@ -103,4 +103,4 @@ layoutcheck: test/layout_test
 # README.md's SQL blocks are all in sql/readme.sql, which runs them
 .PHONY: readmecheck
 readmecheck:
-	perl scripts/readme_check.pl README.md sql/readme.sql
+	perl scripts/readme_check.pl README.md $(wildcard docs/*.md) sql/readme.sql

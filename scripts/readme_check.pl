@@ -1,7 +1,8 @@
 #!/usr/bin/env perl
-# scripts/readme_check.pl README.md sql/readme.sql: every ```sql block of the
-# README must appear verbatim in the regression test that runs them, so the
-# README's examples stay the ones the test suite runs.
+# scripts/readme_check.pl README.md [docs/*.md ...] sql/readme.sql: every
+# ```sql block of the README and the docs must appear verbatim in the
+# regression test that runs them (the last argument), so the examples stay
+# the ones the test suite runs.
 use strict;
 use warnings;
 
@@ -13,15 +14,20 @@ sub slurp
 	return <$fh>;
 }
 
-my ($readme, $test) = map { slurp($_) } @ARGV[0, 1];
+my $test_file = pop @ARGV;
+my $test = slurp($test_file);
 my ($blocks, $missing) = (0, 0);
-while ($readme =~ /^```sql\n(.*?)^```$/gms)
+foreach my $doc (@ARGV)
 {
-	my $block = $1;
-	$blocks++;
-	next if index($test, $block) >= 0;
-	$missing++;
-	print STDERR "$ARGV[1] lacks this block of $ARGV[0]:\n$block\n";
+	my $text = slurp($doc);
+	while ($text =~ /^```sql\n(.*?)^```$/gms)
+	{
+		my $block = $1;
+		$blocks++;
+		next if index($test, $block) >= 0;
+		$missing++;
+		print STDERR "$test_file lacks this block of $doc:\n$block\n";
+	}
 }
-die "no ```sql blocks in $ARGV[0]\n" if $blocks == 0;
+die "no ```sql blocks in @ARGV\n" if $blocks == 0;
 exit($missing ? 1 : 0);
