@@ -8,6 +8,9 @@
  * outer side, by equality or by a lower and an upper bound, a CustomPath is
  * offered: the outer side is read in batches, each batch is looked up in the
  * index at once (GPU or CPU), and the inner tuples are fetched in TID order.
+ * A partitioned inner table is searched as the set of its leaves that
+ * survive pruning, each through its own eytzgpu index on the column
+ * (inner_sides, eytzjoinleaves.c): one path, costed leaf by leaf.
  * Where the outer rel has partial paths, a partial variant of the path
  * (add_partial_join_path) runs under Gather: each process batches its share
  * of the parallel outer scan and searches the whole index.

@@ -27,6 +27,12 @@
  * never learns a LIMIT above it.  The batch arrays are taken once, for
  * the largest batch work_mem allows, from memory the backend reuses.
  *
+ * A partitioned inner table is searched leaf by leaf: each batch's queries
+ * go to the leaves that can hold them (eytzjoinleaves.c), and each leaf
+ * with queries is submitted to its own lookup and its matches fetched from
+ * its own heap in turn (next_leaf); the rows' matched flags span the
+ * leaves, so LEFT, SEMI and ANTI see all of a row's matches.
+ *
  * Under Gather (the parallel join) each process runs this executor on its
  * share of the outer rows; the node's shared memory tells the workers where
  * the leader's cached image is (or carries a copy of it) and carries their
@@ -134,10 +140,6 @@ init_index_only(EytzJoinState *st, List *index_cols)
 }
 
 /*
- * Does the projection or a join or other qual read an outer column (or the
- * whole scan tuple)?  The outer columns lead the scan tuple.
- */
-/*
  * Make leaf i the current one: the fetch and the lookup read the current
  * leaf's fields.  The visibility map pages pinned are the last leaf's.
  */
@@ -166,6 +168,10 @@ eytz_join_use_leaf(EytzJoinState *st, int i)
 	st->vm_seen_blocks = leaf->vm_seen_blocks;
 }
 
+/*
+ * Does the projection or a join or other qual read an outer column (or the
+ * whole scan tuple)?  The outer columns lead the scan tuple.
+ */
 static bool
 reads_outer_columns(EytzJoinState *st, CustomScan *cscan)
 {
@@ -706,7 +712,7 @@ next_leaf(EytzJoinState *st)
 		if (++st->cur_leaf >= st->nleaves)
 			return false;
 	} while (st->leaves[st->cur_leaf].nq == 0);
-	if (st->cur_leaf > 0 || st->nleaves > 1)
+	if (st->nleaves > 1)
 	{
 		/* the last leaf's pins go (as at a batch's end) */
 		if (st->hf != NULL)
