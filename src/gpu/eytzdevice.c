@@ -1,7 +1,7 @@
 /*
  * eytzdevice.c
- *		GPU residency of eytzgpu indexes and GPU lookups: the only C file that
- *		calls the GPU API of cuda/eytzgpu_cuda.h (interface: eytzdevice.h).
+ *		GPU residency of eytzgpu indexes in a backend and its GPU lookups
+ *		(interface: eytzdevice.h), on copies held through eytzgpucopy.h.
  *
  * A backend keeps at most eytzgpu.gpu_memory_limit of index copies on the
  * GPU, keyed by (index, relfilenode, generation): a merge bumps the
@@ -28,7 +28,7 @@
 
 #include "eytzcache.h"
 #include "eytzdevice.h"
-#include "eytzinclude.h"
+#include "eytzgpucopy.h"
 
 int			eytz_device_mode = EYTZ_DEVICE_AUTO;
 int			eytz_gpu_memory_limit_mb = 4096;
@@ -77,53 +77,20 @@ eytz_device_report_unavailable(const char *why)
 				(errmsg_internal("eytzgpu runs on the CPU: %s", why)));
 }
 
-void
-eytz_device_batch_shape(const uint64 *lo, const uint64 *hi, const uint32 *rows,
-						uint32 n, bool *points, bool *ascending)
-{
-	bool		pt = true;
-	bool		asc = true;
-	uint32		i;
-
-	/* one pass, no early exit: branch-free, the arrays are read once */
-	for (i = 0; i < n; i++)
-	{
-		pt &= hi == NULL || lo[i] == hi[i];
-		asc &= i == 0 || rows[i] > rows[i - 1];
-	}
-	*points = pt;
-	*ascending = asc;
-}
-
 #ifdef EYTZ_HAVE_CUDA
-
-#include "eytzgpu_cuda.h"
 
 struct EytzGpuEntry
 {
 	EytzCacheEntry ce;			/* first: the cache links entries by it */
-	int			key_width;
-	EytzGpuIndex *handle;
+	EytzGpuCopy copy;
 	bool		own_xact;		/* built by the current transaction */
 	uint64		ndead;			/* tombstones of the layout uploaded */
-	/* attached columns: the included ones, 0..ninclude-1, then the keys */
-	int			ninclude;
-	int			key_column;		/* -1: nothing attached */
-	int			widths[EYTZGPU_MAX_COLUMNS];
-	uint32		mask;			/* the columns join batches return now */
-	EytzGpuJob *inflight;		/* the job whose batch the handle runs */
+	EytzGpuJob *inflight;		/* the job whose batch the copy runs */
 };
 
 static int	gpu_state = -1;		/* -1 not probed, 0 absent, 1 present */
 static char gpu_why[256];
 static bool xact_cb_registered = false;
-
-/* The library's message without its own "eytzgpu: " (ours say it already) */
-static const char *
-library_message(const char *errbuf)
-{
-	return strncmp(errbuf, "eytzgpu: ", 9) == 0 ? errbuf + 9 : errbuf;
-}
 
 /* The cache's destructor: free the GPU copy, then the entry */
 static void
@@ -133,37 +100,17 @@ entry_free(EytzCacheEntry *ce)
 
 	/* a job's scan keeps its copy pinned until it has finished or cancelled */
 	Assert(e->inflight == NULL);
-	eytzgpu_free(e->handle);
+	eytz_gpu_copy_free(&e->copy);
 	pfree(e);
 }
 
 static EytzCache gpu_cache = {NULL, 0, 0, entry_free};
 
-/* The driver's absence said plainly (the runtime calls it an old driver) */
-static bool
-driver_loaded(void)
-{
-	return access("/proc/driver/nvidia/version", F_OK) == 0;
-}
-
 bool
 eytz_device_available(char **why)
 {
 	if (gpu_state < 0)
-	{
-		EytzGpuInfo info;
-		int			rc;
-
-		gpu_why[0] = '\0';
-		rc = eytzgpu_probe(-1, &info, gpu_why, sizeof(gpu_why));
-		gpu_state = rc == EYTZGPU_OK ? 1 : 0;
-		if (rc != EYTZGPU_OK && rc == EYTZGPU_ENODEV && !driver_loaded())
-			strlcpy(gpu_why, "no NVIDIA driver is loaded", sizeof(gpu_why));
-		else if (rc != EYTZGPU_OK && gpu_why[0] == '\0')
-			strlcpy(gpu_why, eytzgpu_strerror(rc), sizeof(gpu_why));
-		else if (rc != EYTZGPU_OK)
-			memmove(gpu_why, library_message(gpu_why), strlen(library_message(gpu_why)) + 1);
-	}
+		gpu_state = eytz_gpu_probe(gpu_why, sizeof(gpu_why)) ? 1 : 0;
 	if (gpu_state == 0 && why)
 		*why = gpu_why;
 	return gpu_state == 1;
@@ -215,11 +162,11 @@ eytz_device_invalidate(Oid indexoid)
 }
 
 /*
- * A new entry for handle h (bytes of GPU memory), linked into the cache with
- * refcount pins if it fits the limit; else NULL and h is freed.
+ * A new entry for copy (bytes of GPU memory), linked into the cache with
+ * refcount pins if it fits the limit; else NULL and the copy is freed.
  */
 static EytzGpuEntry *
-entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
+entry_add(Relation index, uint64 generation, const EytzGpuCopy *copy,
 		  uint64 bytes, int refcount, bool own_xact)
 {
 	EytzGpuEntry *e = MemoryContextAllocZero(TopMemoryContext, sizeof(EytzGpuEntry));
@@ -229,10 +176,8 @@ entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
 		RegisterXactCallback(device_xact_cb, NULL);
 		xact_cb_registered = true;
 	}
-	e->key_width = key_width;
-	e->handle = h;
+	e->copy = *copy;
 	e->own_xact = own_xact;
-	e->key_column = -1;
 	if (!eytz_cache_add(&gpu_cache, &e->ce, index, generation, bytes, refcount, gpu_limit()))
 	{
 		entry_free(&e->ce);
@@ -241,25 +186,13 @@ entry_add(Relation index, uint64 generation, int key_width, EytzGpuIndex *h,
 	return e;
 }
 
-/*
- * A GPU library failure as one sentence for a WARNING or CPU Reason, into
- * buf (no allocation: also for a job collected on the error path)
- */
-static void
-format_gpu_error(char *buf, size_t len, const char *what, int rc,
-				 const char *errbuf)
-{
-	snprintf(buf, len, "%s failed: %s%s%s", what, eytzgpu_strerror(rc),
-			 errbuf[0] ? ": " : "", library_message(errbuf));
-}
-
-/* The same, palloc'd */
+/* A GPU failure as one sentence, palloc'd */
 static char *
-gpu_error(const char *what, int rc, const char *errbuf)
+gpu_error(const EytzGpuFailure *failure)
 {
 	char		buf[512];
 
-	format_gpu_error(buf, sizeof(buf), what, rc, errbuf);
+	eytz_gpu_failure_text(buf, sizeof(buf), failure, -1);
 	return pstrdup(buf);
 }
 
@@ -275,85 +208,16 @@ eytz_device_pin(Relation index, uint64 generation)
 	return (EytzGpuEntry *) eytz_cache_pin(&gpu_cache, index, generation);
 }
 
-/* keys, payloads and the library's extra copies: about twice the data */
-static uint64
-upload_estimate(uint64 n, int key_width)
-{
-	return n * (key_width + sizeof(uint64)) * 2;
-}
-
-/* Can the keys ride along as a column after the included ones? */
-static bool
-key_column_fits(const EytzInclude *inc)
-{
-	return inc->ncols > 0 && inc->ncols < EYTZGPU_MAX_COLUMNS;
-}
-
-/* The attached columns: values, NULL bitmaps and the keys again */
-static uint64
-columns_estimate(uint64 n, int key_width, const EytzInclude *inc)
-{
-	uint64		bytes = 0;
-	int			c;
-
-	for (c = 0; c < inc->ncols; c++)
-		bytes += n * inc->width[c] + (n + 7) / 8;
-	if (key_column_fits(inc))
-		bytes += n * key_width;
-	return bytes;
-}
-
 bool
 eytz_device_room(Relation index, const EytzMetaPageData *meta,
 				 const EytzInclude *inc, char **why)
 {
-	uint64		estimate = upload_estimate(meta->nentries, meta->key_width) +
-		columns_estimate(meta->nentries, meta->key_width, inc);
+	uint64		estimate = eytz_gpu_copy_estimate(meta, inc);
 
 	if (estimate > gpu_limit() || !eytz_cache_make_room(&gpu_cache, estimate, gpu_limit()))
 	{
 		*why = psprintf("index \"%s\" needs about " UINT64_FORMAT " MB of GPU memory, more than eytzgpu.gpu_memory_limit leaves",
 						RelationGetRelationName(index), estimate / (1024 * 1024) + 1);
-		return false;
-	}
-	return true;
-}
-
-/*
- * Attach the included columns and the keys to handle h; false with *why
- * (h freed) on failure.  *bytes becomes the handle's device memory.
- */
-static bool
-attach_columns(EytzGpuIndex *h, const EytzMetaPageData *meta, const void *keys,
-			   const EytzInclude *inc, char *const *values, uint8 *const *nulls,
-			   uint64 *bytes, char **why)
-{
-	const void *cols[EYTZGPU_MAX_COLUMNS];
-	const uint8_t *colnulls[EYTZGPU_MAX_COLUMNS];
-	int			widths[EYTZGPU_MAX_COLUMNS];
-	int			m = 0;
-	char		errbuf[256];
-	int			rc;
-
-	for (; m < inc->ncols; m++)
-	{
-		cols[m] = values[m];
-		colnulls[m] = nulls[m];
-		widths[m] = inc->width[m];
-	}
-	if (key_column_fits(inc))
-	{
-		cols[m] = keys;
-		colnulls[m] = NULL;
-		widths[m] = meta->key_width;
-		m++;
-	}
-	errbuf[0] = '\0';
-	rc = eytzgpu_attach_columns(h, m, widths, cols, colnulls, bytes, errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
-	{
-		*why = gpu_error("GPU upload of the included columns", rc, errbuf);
-		eytzgpu_free(h);
 		return false;
 	}
 	return true;
@@ -365,26 +229,19 @@ eytz_device_upload(Relation index, const EytzMetaPageData *meta,
 				   char *const *values, uint8 *const *nulls, char **why)
 {
 	EytzGpuEntry *e;
-	EytzGpuIndex *h = NULL;
+	EytzGpuCopy copy;
+	EytzGpuFailure failure;
 	uint64		bytes = 0;
-	char		errbuf[256];
-	int			rc;
-	int			c;
 
 	if (!eytz_device_room(index, meta, inc, why))
 		return NULL;
-	errbuf[0] = '\0';
-	rc = eytzgpu_upload(-1, keys, tids, meta->nentries, meta->key_width,
-						meta->fanout, 0, &h, &bytes, errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
+	if (!eytz_gpu_copy_upload(&copy, -1, meta, keys, tids, inc, values, nulls,
+							  &bytes, &failure))
 	{
-		*why = gpu_error("GPU upload", rc, errbuf);
+		*why = gpu_error(&failure);
 		return NULL;
 	}
-	if (inc->ncols > 0 && meta->nentries > 0 &&
-		!attach_columns(h, meta, keys, inc, values, nulls, &bytes, why))
-		return NULL;
-	e = entry_add(index, meta->generation, meta->key_width, h, bytes, 1, false);
+	e = entry_add(index, meta->generation, &copy, bytes, 1, false);
 	if (e == NULL)
 	{
 		*why = psprintf("index \"%s\" takes " UINT64_FORMAT " MB of GPU memory, more than eytzgpu.gpu_memory_limit leaves",
@@ -392,13 +249,6 @@ eytz_device_upload(Relation index, const EytzMetaPageData *meta,
 		return NULL;
 	}
 	e->ndead = meta->ndead;
-	if (inc->ncols > 0 && meta->nentries > 0)
-	{
-		e->ninclude = inc->ncols;
-		e->key_column = key_column_fits(inc) ? inc->ncols : -1;
-		for (c = 0; c < inc->ncols; c++)
-			e->widths[c] = inc->width[c];
-	}
 	return e;
 }
 
@@ -415,70 +265,6 @@ eytz_device_release(EytzGpuEntry *e)
 }
 
 /*
- * Ask the handle for the columns a stage wants with the next batches (none
- * without a stage); false when the copy has none of them to give
- */
-static bool
-set_join_columns(EytzGpuEntry *e, const EytzStage *stage, char **why)
-{
-	uint32		mask = 0;
-	char		errbuf[256];
-	int			rc;
-	int			j;
-
-	if (stage && e->key_column >= 0)
-	{
-		mask = 1U << e->key_column;
-		for (j = 0; j < stage->ncols; j++)
-			mask |= 1U << stage->cols[j];
-	}
-	if (mask != e->mask)
-	{
-		errbuf[0] = '\0';
-		rc = eytzgpu_join_columns(e->handle, mask, errbuf, sizeof(errbuf));
-		if (rc != EYTZGPU_OK)
-		{
-			*why = gpu_error("GPU column selection", rc, errbuf);
-			return false;
-		}
-		e->mask = mask;
-	}
-	return true;
-}
-
-/* The values of the n matches of res into stage positions from.. */
-static void
-stage_result(const EytzGpuEntry *e, const EytzGpuJoinResult *res, uint64 n,
-			 EytzStage *stage, uint32 from)
-{
-	const char *keys = res->columns[e->key_column];
-	uint64		i;
-	int			j;
-
-	for (i = 0; i < n; i++)
-	{
-		stage->have[from + i] = true;
-		stage->keys[from + i] = eytz_key_at(keys, e->key_width, i);
-	}
-	for (j = 0; j < stage->ncols; j++)
-	{
-		int			c = stage->cols[j];
-		int			width = e->widths[c];
-		const char *vals = res->columns[c];
-		const uint8_t *nulls = res->column_nulls[c];
-
-		for (i = 0; i < n; i++)
-		{
-			bool		isnull = nulls[i] != 0;
-
-			stage->isnull[j][from + i] = isnull;
-			stage->values[j][from + i] = isnull ? (Datum) 0 :
-				eytz_include_fetch(vals + i * width, width);
-		}
-	}
-}
-
-/*
  * Wait for the batch in flight on e, if any, and put its answer into its
  * job: the matches (and values) into the job's out (and stage) unless it
  * was cancelled (out NULL), the rest into its fields.  Neither allocates
@@ -488,40 +274,16 @@ static void
 collect(EytzGpuEntry *e)
 {
 	EytzGpuJob *job = e->inflight;
-	EytzGpuJoinResult res;
-	char		errbuf[256];
-	uint64		j;
-	int			rc;
+	EytzGpuFailure failure;
 
 	if (job == NULL)
 		return;
 	e->inflight = NULL;
-	errbuf[0] = '\0';
-	rc = eytzgpu_lookup_join_wait(e->handle, &res, errbuf, sizeof(errbuf));
 	job->collected = true;
-	job->ok = rc == EYTZGPU_OK;
+	job->ok = eytz_gpu_copy_wait(&e->copy, job->out, job->stage,
+								 job->stage_from, &job->answer, &failure);
 	if (!job->ok)
-	{
-		format_gpu_error(job->why, sizeof(job->why), "GPU lookup", rc, errbuf);
-		return;
-	}
-	job->answer.nout = (uint32) res.nmatch;
-	job->answer.nq_done = (uint32) res.nq_done;
-	job->answer.kernel_ms = res.kernel_ms;
-	job->answer.transfer_ms = res.transfer_ms;
-	if (job->out == NULL)
-		return;
-	for (j = 0; j < res.nmatch; j++)
-	{
-		job->out[j].tid = res.payloads[j];
-		job->out[j].row = res.rows[j];
-		job->out[j].unused = job->stage_from + (uint32) j;
-	}
-	if (e->mask != 0)
-	{
-		stage_result(e, &res, res.nmatch, job->stage, job->stage_from);
-		job->answer.staged = true;
-	}
+		eytz_gpu_failure_text(job->why, sizeof(job->why), &failure, -1);
 }
 
 /*
@@ -539,10 +301,9 @@ eytz_device_lookup_start(EytzGpuEntry *e, EytzGpuJob *job, const uint64 *lo,
 						 uint32 first, uint32 max, EytzMatch *out,
 						 EytzStage *stage, uint32 stage_from, char **why)
 {
-	char		errbuf[256];
+	EytzGpuFailure failure;
 	bool		point;
 	bool		ascending;
-	int			rc;
 
 	memset(job, 0, sizeof(EytzGpuJob));
 	job->out = out;
@@ -557,18 +318,20 @@ eytz_device_lookup_start(EytzGpuEntry *e, EytzGpuJob *job, const uint64 *lo,
 		job->ok = true;
 		return true;
 	}
-	if (!set_join_columns(e, stage, why))
-		return false;
-	eytz_device_batch_shape(lo + first, hi ? hi + first : NULL, rows + first,
-							nq - first, &point, &ascending);
-	errbuf[0] = '\0';
-	rc = eytzgpu_lookup_join_submit(e->handle, lo + first, point ? NULL : hi + first,
-									rows + first, nq - first, max,
-									ascending ? EYTZGPU_ROWS_ASCENDING : 0,
-									errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
+	if (!eytz_gpu_copy_select(&e->copy, stage != NULL,
+							  stage ? stage->ncols : 0,
+							  stage ? stage->cols : NULL, &failure))
 	{
-		*why = gpu_error("GPU lookup", rc, errbuf);
+		*why = gpu_error(&failure);
+		return false;
+	}
+	eytz_gpu_batch_shape(lo + first, hi ? hi + first : NULL, rows + first,
+						 nq - first, &point, &ascending);
+	if (!eytz_gpu_copy_submit(&e->copy, lo + first, point ? NULL : hi + first,
+							  rows + first, nq - first, max, ascending,
+							  &failure))
+	{
+		*why = gpu_error(&failure);
 		return false;
 	}
 	job->entry = e;
@@ -623,12 +386,12 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 	void	   *keys;
 	void	   *okeys;
 	uint64	   *otids;
-	EytzGpuIndex *h = NULL;
-	EytzGpuIndex **hp;
+	EytzGpuCopy copy;
+	bool		keep;
+	EytzGpuFailure failure;
 	uint64		bytes = 0;
-	char		errbuf[256];
 	char	   *why = NULL;
-	int			rc;
+	bool		ok;
 
 	if (eytz_device_mode == EYTZ_DEVICE_CPU || n == 0 || n >= ((uint64) 1 << 31))
 		return false;
@@ -656,25 +419,23 @@ eytz_device_build(EytzPairs *pairs, int key_width, int fanout,
 	otids = MemoryContextAllocHuge(CurrentMemoryContext, n * sizeof(uint64));
 
 	/* stay resident only if it fits the limit */
-	hp = (upload_estimate(n, key_width) <= gpu_limit() &&
-		  eytz_cache_make_room(&gpu_cache, upload_estimate(n, key_width), gpu_limit())) ? &h : NULL;
-	errbuf[0] = '\0';
-	rc = eytzgpu_build(-1, keys, pairs->tids, n, key_width, fanout, 0,
-					   okeys, otids, hp, &bytes, errbuf, sizeof(errbuf));
+	keep = eytz_gpu_build_estimate(n, key_width) <= gpu_limit() &&
+		eytz_cache_make_room(&gpu_cache, eytz_gpu_build_estimate(n, key_width), gpu_limit());
+	ok = eytz_gpu_build(keys, pairs->tids, n, key_width, fanout, okeys, otids,
+						keep ? &copy : NULL, &bytes, &failure);
 	if (keys != pairs->keys)
 		pfree(keys);
-	if (rc != EYTZGPU_OK)
+	if (!ok)
 	{
 		ereport(NOTICE,
 				(errmsg("building eytzgpu index \"%s\" on the CPU: %s",
-						RelationGetRelationName(index),
-						gpu_error("GPU build", rc, errbuf))));
+						RelationGetRelationName(index), gpu_error(&failure))));
 		pfree(okeys);
 		pfree(otids);
 		return false;
 	}
-	if (h != NULL)
-		(void) entry_add(index, generation, key_width, h, bytes, 0, true);
+	if (keep)
+		(void) entry_add(index, generation, &copy, bytes, 0, true);
 	/* the pairs now hold the layout, slot by slot */
 	for (i = 0; i < n; i++)
 		pairs->keys[i] = eytz_key_at(okeys, key_width, i);

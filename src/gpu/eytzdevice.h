@@ -1,7 +1,7 @@
 /*
  * eytzdevice.h
- *		The GPU glue of eytzgpu (eytzdevice.c): the only C file that calls the
- *		GPU API of cuda/eytzgpu_cuda.h.
+ *		A backend's resident GPU copies of eytzgpu indexes and its GPU
+ *		lookups (eytzdevice.c), on copies held through eytzgpucopy.h.
  *
  * Two kinds of callers: CREATE INDEX (eytz_device_build) and the lookup
  * seam (eytzlookup.c), which makes a generation of an index resident from
@@ -124,17 +124,6 @@ extern bool eytz_device_lookup_start(EytzGpuEntry *entry, EytzGpuJob *job,
 extern bool eytz_device_lookup_finish(EytzGpuJob *job, EytzGpuAnswer *answer,
 									  char **why);
 extern void eytz_device_lookup_cancel(EytzGpuJob *job);
-
-/*
- * The shape of a GPU batch of n queries: *points when every lo[i] ==
- * hi[i] or hi is NULL (pass hi = NULL to the GPU then: no count pass on a
- * unique index), *ascending when rows[i] < rows[i + 1] throughout
- * (EYTZGPU_ROWS_ASCENDING: a cheaper sort of the matches).  For every
- * caller of eytzgpu_lookup_join.
- */
-extern void eytz_device_batch_shape(const uint64 *lo, const uint64 *hi,
-									const uint32 *rows, uint32 n,
-									bool *points, bool *ascending);
 
 /* Drop the resident copies of an index (InvalidOid: of every index) */
 extern void eytz_device_invalidate(Oid indexoid);

@@ -6,9 +6,8 @@
  *		different copies of a round run at once.
  *
  * Its devices are chosen at start from eytzgpu.service_device: every GPU
- * CUDA shows it, a context each (the only CUDA contexts of the server: the
- * library of cuda/eytzgpu_cuda.h is called from here and from eytzdevice.c
- * only), or CPU images of each index searched with the seam's own batched
+ * CUDA shows it, a context each (the only CUDA contexts of the server,
+ * held through eytzgpucopy.h as the backends' own copies are), or CPU images of each index searched with the seam's own batched
  * search (eytzimage.c) on eytzgpu.service_cpu_devices pseudo-devices, or
  * none: without a GPU at 'auto' it sleeps and backends answer themselves.
  * Each device's copies are bounded by eytzgpu.gpu_memory_limit as this
@@ -41,20 +40,15 @@
 #include "utils/timestamp.h"
 
 #include "eytzdevice.h"
+#include "eytzgpucopy.h"
 #include "eytzimage.h"
 #include "eytzservice.h"
-
-#ifdef EYTZ_HAVE_CUDA
-#include "eytzgpu_cuda.h"
-#endif
 
 /* The worker's side of resident copy i */
 typedef struct SvcCopy
 {
 	EytzImage	image;			/* CPU: the layout and included columns */
-	void	   *gpu;			/* GPU: the library's handle */
-	int			key_column;		/* GPU: the keys' attached column, or -1 */
-	uint32		mask;			/* GPU: the columns join batches return */
+	EytzGpuCopy gpu;			/* GPU: the copy on its device */
 	bool		in_flight;		/* GPU: a batch submitted, not waited for */
 } SvcCopy;
 
@@ -95,98 +89,48 @@ static EytzMatch *cpu_scratch;
 static bool *cpu_have;
 static uint32 cpu_scratch_cap;
 
-#ifdef EYTZ_HAVE_CUDA
-
-/* The library's message without its own "eytzgpu: " */
-static void
-gpu_why(char *why, const char *what, int device, int rc, const char *errbuf)
+/*
+ * A GPU failure on device as s->why-sized why (naming the GPU when there
+ * are several); a failure other than memory marks the device broken
+ */
+static bool
+gpu_failed(char *why, int device, const EytzGpuFailure *failure)
 {
-	if (strncmp(errbuf, "eytzgpu: ", 9) == 0)
-		errbuf += 9;
-	if (eytz_svc->ndevices > 1)
-		snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "%s on GPU %d failed: %s%s%s",
-				 what, device, eytzgpu_strerror(rc), errbuf[0] ? ": " : "", errbuf);
-	else
-		snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "%s failed: %s%s%s", what,
-				 eytzgpu_strerror(rc), errbuf[0] ? ": " : "", errbuf);
+	eytz_gpu_failure_text(why, sizeof(((EytzSvcSlot *) NULL)->why), failure,
+						  eytz_svc->ndevices > 1 ? device : -1);
 	/* memory runs out and comes back; anything else wants a fresh context */
-	if (rc != EYTZGPU_ENOMEM)
+	if (!failure->out_of_memory)
 	{
 		device_broken[device] = true;
 		strlcpy(last_gpu_error, why, sizeof(last_gpu_error));
 	}
+	return false;
 }
 
 /* The GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES), their names */
 static int
 gpu_devices(EytzSvcDevice *devices, int max)
 {
-	char		errbuf[64];
-	int			n = 0;
+	int			n = Min(eytz_gpu_device_count(), max);
 	int			d;
 
-	if (eytzgpu_device_count(&n, errbuf, sizeof(errbuf)) != EYTZGPU_OK || n < 1)
-		n = 1;					/* device 0 answered the probe */
-	n = Min(n, max);
 	for (d = 0; d < n; d++)
 	{
-		EytzGpuInfo info;
-
 		memset(&devices[d], 0, sizeof(EytzSvcDevice));
-		if (eytzgpu_probe(d, &info, errbuf, sizeof(errbuf)) == EYTZGPU_OK)
-			strlcpy(devices[d].name, info.name, sizeof(devices[d].name));
-		else
-			snprintf(devices[d].name, sizeof(devices[d].name), "GPU %d", d);
+		eytz_gpu_device_name(d, devices[d].name, sizeof(devices[d].name));
 	}
 	return n;
 }
 
-/*
- * Upload the streamed layout, with its included columns and (when an
- * index has some, as eytzdevice.c does) the keys again as a column
- */
+/* Upload the streamed layout, with its included columns and the keys */
 static bool
 gpu_upload(SvcLoad *ld, int device, SvcCopy *copy, uint64 *bytes, char *why)
 {
-	EytzGpuIndex *h = NULL;
-	char		errbuf[256] = "";
-	int			rc;
+	EytzGpuFailure failure;
 
-	rc = eytzgpu_upload(device, ld->keys, ld->tids, ld->meta.nentries, ld->meta.key_width,
-						ld->meta.fanout, 0, &h, bytes, errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
-	{
-		gpu_why(why, "GPU upload", device, rc, errbuf);
-		return false;
-	}
-	copy->key_column = -1;
-	if (ld->inc.ncols > 0 && ld->inc.ncols < EYTZGPU_MAX_COLUMNS && ld->meta.nentries > 0)
-	{
-		const void *cols[EYTZGPU_MAX_COLUMNS];
-		const uint8_t *colnulls[EYTZGPU_MAX_COLUMNS];
-		int			widths[EYTZGPU_MAX_COLUMNS];
-		int			c;
-
-		for (c = 0; c < ld->inc.ncols; c++)
-		{
-			cols[c] = ld->values[c];
-			colnulls[c] = ld->nulls[c];
-			widths[c] = ld->inc.width[c];
-		}
-		cols[c] = ld->keys;
-		colnulls[c] = NULL;
-		widths[c] = ld->meta.key_width;
-		rc = eytzgpu_attach_columns(h, c + 1, widths, cols, colnulls, bytes,
-									errbuf, sizeof(errbuf));
-		if (rc != EYTZGPU_OK)
-		{
-			gpu_why(why, "GPU upload of the included columns", device, rc, errbuf);
-			eytzgpu_free(h);
-			return false;
-		}
-		copy->key_column = c;
-	}
-	copy->gpu = h;
+	if (!eytz_gpu_copy_upload(&copy->gpu, device, &ld->meta, ld->keys, ld->tids,
+							  &ld->inc, ld->values, ld->nulls, bytes, &failure))
+		return gpu_failed(why, device, &failure);
 	return true;
 }
 
@@ -199,35 +143,12 @@ static bool
 gpu_lookup_start(SvcCopy *copy, int device, EytzSvcSlot *s, const uint64 *lo,
 				 const uint64 *hi, const uint32 *rows, bool ascending)
 {
-	char		errbuf[256] = "";
-	uint32		mask = 0;
-	int			c,
-				rc;
+	EytzGpuFailure failure;
 
-	if (s->want && copy->key_column >= 0)
-	{
-		mask = 1U << copy->key_column;
-		for (c = 0; c < s->ncols; c++)
-			mask |= 1U << s->cols[c];
-	}
-	if (mask != copy->mask)
-	{
-		rc = eytzgpu_join_columns(copy->gpu, mask, errbuf, sizeof(errbuf));
-		if (rc != EYTZGPU_OK)
-		{
-			gpu_why(s->why, "GPU column selection", device, rc, errbuf);
-			return false;
-		}
-		copy->mask = mask;
-	}
-	rc = eytzgpu_lookup_join_submit(copy->gpu, lo, hi, rows, s->nq, s->max,
-									ascending ? EYTZGPU_ROWS_ASCENDING : 0,
-									errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
-	{
-		gpu_why(s->why, "GPU lookup", device, rc, errbuf);
-		return false;
-	}
+	if (!eytz_gpu_copy_select(&copy->gpu, s->want, s->ncols, s->cols, &failure) ||
+		!eytz_gpu_copy_submit(&copy->gpu, lo, hi, rows, s->nq, s->max, ascending,
+							  &failure))
+		return gpu_failed(s->why, device, &failure);
 	copy->in_flight = true;
 	return true;
 }
@@ -240,99 +161,32 @@ gpu_lookup_start(SvcCopy *copy, int device, EytzSvcSlot *s, const uint64 *lo,
 static bool
 gpu_lookup_finish(SvcCopy *copy, int device, EytzSvcSlot *s, EytzMatch *out)
 {
-	EytzGpuJoinResult res;
-	char		errbuf[256] = "";
-	uint64		j;
-	int			c,
-				rc;
+	EytzGpuFailure failure;
+	EytzGpuAnswer answer;
+	EytzStage	stage;
+	int			c;
 
 	copy->in_flight = false;
-	rc = eytzgpu_lookup_join_wait(copy->gpu, &res, errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
+	/* the slot's window lays the keys and values out after the matches */
+	memset(&stage, 0, sizeof(stage));
+	stage.ncols = s->ncols;
+	stage.keys = eytz_svc_keys((char *) out, s->max);
+	for (c = 0; c < s->ncols; c++)
 	{
-		gpu_why(s->why, "GPU lookup", device, rc, errbuf);
-		return false;
+		stage.cols[c] = s->cols[c];
+		stage.values[c] = eytz_svc_values((char *) out, s->max, c);
+		stage.isnull[c] = eytz_svc_isnull((char *) out, s->max, s->ncols, c);
 	}
-	for (j = 0; j < res.nmatch; j++)
-	{
-		out[j].tid = res.payloads[j];
-		out[j].row = res.rows[j];
-		out[j].unused = (uint32) j;
-	}
-	if (copy->mask != 0)
-	{
-		const char *keys = res.columns[copy->key_column];
-		uint64	   *skeys = eytz_svc_keys((char *) out, s->max);
-		const EytzInclude *inc = &copy->image.inc;
-
-		for (j = 0; j < res.nmatch; j++)
-			skeys[j] = eytz_key_at(keys, copy->image.img.meta.key_width, j);
-		for (c = 0; c < s->ncols; c++)
-		{
-			int			width = inc->width[s->cols[c]];
-			const char *vals = res.columns[s->cols[c]];
-			const uint8_t *nulls = res.column_nulls[s->cols[c]];
-			Datum	   *values = eytz_svc_values((char *) out, s->max, c);
-			bool	   *isnull = eytz_svc_isnull((char *) out, s->max, s->ncols, c);
-
-			for (j = 0; j < res.nmatch; j++)
-			{
-				isnull[j] = nulls[j] != 0;
-				values[j] = isnull[j] ? (Datum) 0 :
-					eytz_include_fetch(vals + j * width, width);
-			}
-		}
+	if (!eytz_gpu_copy_wait(&copy->gpu, out, &stage, 0, &answer, &failure))
+		return gpu_failed(s->why, device, &failure);
+	if (answer.staged)
 		s->staged = true;
-	}
-	s->nout = (uint32) res.nmatch;
-	s->nq_done = (uint32) res.nq_done;
-	s->kernel_ms = res.kernel_ms;
-	s->transfer_ms = res.transfer_ms;
+	s->nout = answer.nout;
+	s->nq_done = answer.nq_done;
+	s->kernel_ms = answer.kernel_ms;
+	s->transfer_ms = answer.transfer_ms;
 	return true;
 }
-
-static void
-gpu_free(void *handle)
-{
-	eytzgpu_free(handle);
-}
-
-#else							/* !EYTZ_HAVE_CUDA: the GPU state is never entered */
-
-static int
-gpu_devices(EytzSvcDevice *devices, int max)
-{
-	return 0;
-}
-
-static bool
-gpu_upload(SvcLoad *ld, int device, SvcCopy *copy, uint64 *bytes, char *why)
-{
-	strlcpy(why, "eytzgpu was built without CUDA", sizeof(((EytzSvcSlot *) NULL)->why));
-	return false;
-}
-
-static bool
-gpu_lookup_start(SvcCopy *copy, int device, EytzSvcSlot *s, const uint64 *lo,
-				 const uint64 *hi, const uint32 *rows, bool ascending)
-{
-	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
-	return false;
-}
-
-static bool
-gpu_lookup_finish(SvcCopy *copy, int device, EytzSvcSlot *s, EytzMatch *out)
-{
-	strlcpy(s->why, "eytzgpu was built without CUDA", sizeof(s->why));
-	return false;
-}
-
-static void
-gpu_free(void *handle)
-{
-}
-
-#endif							/* EYTZ_HAVE_CUDA */
 
 /* Is copy r pinned by a live slot?  (lock held) */
 static bool
@@ -364,8 +218,8 @@ drop_copy(int r)
 	dev->copies--;
 	eytz_svc->resident[r].used = false;
 	LWLockRelease(eytz_svc->lock);
-	if (copies[r].gpu)
-		gpu_free(copies[r].gpu);
+	if (copies[r].gpu.handle)
+		eytz_gpu_copy_free(&copies[r].gpu);
 	if (copies[r].image.cxt)
 		MemoryContextDelete(copies[r].image.cxt);
 	memset(&copies[r], 0, sizeof(SvcCopy));
@@ -863,11 +717,11 @@ lookup(EytzSvcSlot *s, char *window, bool *pending)
 			snprintf(s->why, sizeof(s->why), "the eytzgpu service's copy has no included column %d", s->cols[j] + 1);
 			return ST_FAILED;
 		}
-	/* hi is NULL for points: the shape reads lo and rows then */
-	eytz_device_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
+	/* the batch's shape, once: hi is NULL for points, it reads lo and rows then */
+	eytz_gpu_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
 	if (eytz_svc->state == SVC_GPU)
 		ok = *pending = gpu_lookup_start(&copies[r], eytz_svc->resident[r].device,
-										 s, lo, hi, rows, ascending);
+										 s, lo, points ? NULL : hi, rows, ascending);
 	else
 		ok = cpu_lookup(r, s, lo, hi, rows, points, points && ascending, out);
 	/* finish counts the hit, under the lock it hands the answer over with */
