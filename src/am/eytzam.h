@@ -11,6 +11,7 @@
 
 #include "access/amapi.h"
 #include "access/generic_xlog.h"
+#include "access/htup_details.h"
 #include "access/itup.h"
 #include "access/reloptions.h"
 #include "fmgr.h"
@@ -143,6 +144,20 @@ extern char *eytz_buildphasename(int64 phasenum);
 			 errhint("Check it with eytzgpu_verify() and REINDEX it.")))
 
 extern void eytz_read_meta(Relation index, EytzMetaPageData *meta);
+/* A TID a heap page can hold, or a tombstone (invalid block) */
+static inline bool
+eytz_tid_ok(const ItemPointerData *tid, bool tombstone_ok)
+{
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
+
+	if (ItemPointerGetBlockNumberNoCheck(tid) == InvalidBlockNumber)
+		return tombstone_ok;
+	return off >= FirstOffsetNumber && off <= MaxHeapTuplesPerPage;
+}
+
+/* Raise ERRCODE_INDEX_CORRUPTED for a TID eytz_tid_ok refused on block blkno */
+extern void eytz_page_bad_tid(Relation index, const EytzMetaPageData *meta,
+							  BlockNumber blkno, const ItemPointerData *tid);
 extern void eytz_check_page(Relation index, const EytzMetaPageData *meta,
 							Page page, BlockNumber blkno, uint16 flags,
 							Size bytes);

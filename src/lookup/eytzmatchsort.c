@@ -15,7 +15,8 @@
  * The seam's large arrays (a batch's query order, a chunk and its sort
  * scratch, the staged values) are reused from scan to scan: fresh memory
  * costs the kernel a page fault and the zeroing of every page at its first
- * touch, which measured a third of a 2M-key lookup.
+ * touch, a large share of a lookup's time (bench/join_results.md, "Design
+ * measurements").
  */
 #include "postgres.h"
 
@@ -29,12 +30,11 @@
 /*
  * The first digit has at most 11 bits: 2048 buckets of scatter targets stay
  * within the L1/L2 and TLB reach of a core, which 16-bit digits (65536
- * targets) do not (measured at 300k matches: twice as long despite fewer
- * passes).  It has as many bits as make buckets of about BUCKET_TARGET
- * elements (64 kB), which the digits below sort in the L2 cache, 12 bits at
- * a time: measured at 1M elements, a sort by TID or by a 32-bit key took
- * 30% less time than with 11-bit LSD passes over the whole array, and less
- * than with buckets of 256 or 1024 elements.
+ * targets) do not (slower despite fewer passes).  It has as many bits as
+ * make buckets of about BUCKET_TARGET elements (64 kB), which the digits
+ * below sort in the L2 cache, 12 bits at a time: faster than 11-bit LSD
+ * passes over the whole array, and than buckets of 256 or 1024 elements
+ * (bench/join_results.md, "Design measurements").
  */
 #define TOP_BITS_MAX 11
 #define BUCKET_TARGET 4096
@@ -304,8 +304,8 @@ eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits)
  * A large array (an image, a batch's query order, a chunk), backed by huge
  * pages where the kernel gives them on request: random probes into
  * hundreds of MB otherwise miss the TLB at nearly every level, and the
- * first touch of fresh memory costs one page fault per 4 kB (measured: a
- * fifth of a 2M-key join's time went to faults).
+ * first touch of fresh memory costs one page fault per 4 kB (a large share
+ * of a join's time: bench/join_results.md, "Design measurements").
  */
 void *
 eytz_alloc_large(MemoryContext cxt, Size size)

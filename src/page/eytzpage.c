@@ -1,8 +1,8 @@
 /*
  * eytzpage.c
- *		The page layer of eytzgpu: every read of the metapage, of a layout
- *		region and of a pending list goes through here, with the checks the
- *		readers rely on.
+ *		The page layer of eytzgpu: every read of the metapage and of a
+ *		layout region goes through here (of the pending list through
+ *		eytzpagepending.c), with the checks the readers rely on.
  *
  * Nothing on a page is trusted: the metapage's fields must be in range and
  * agree with each other and with the file's size, every page must have the
@@ -106,17 +106,6 @@ eytz_check_page(Relation index, const EytzMetaPageData *meta, Page page,
 				 bytes);
 		page_mismatch(index, meta, blkno, detail);
 	}
-}
-
-/* A TID a heap page can hold, or a tombstone (invalid block) */
-static inline bool
-tid_ok(const ItemPointerData *tid, bool tombstone_ok)
-{
-	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
-
-	if (ItemPointerGetBlockNumberNoCheck(tid) == InvalidBlockNumber)
-		return tombstone_ok;
-	return off >= FirstOffsetNumber && off <= MaxHeapTuplesPerPage;
 }
 
 /*
@@ -306,8 +295,8 @@ region_page(Relation index, const EytzMetaPageData *m, const EytzInclude *inc,
 	return PageGetContents(page);
 }
 
-static void
-bad_tid(Relation index, const EytzMetaPageData *m, BlockNumber blkno,
+void
+eytz_page_bad_tid(Relation index, const EytzMetaPageData *m, BlockNumber blkno,
 		const ItemPointerData *tid)
 {
 	char		detail[128];
@@ -370,8 +359,8 @@ eytz_region_tid(EytzRegionReader *r, uint64 slot, ItemPointer tid)
 		r->tidpage = p;
 	}
 	*tid = r->tids[slot % EYTZ_TIDS_PER_PAGE];
-	if (!tid_ok(tid, true))
-		bad_tid(r->index, &r->meta, r->meta.tids_start + p, tid);
+	if (!eytz_tid_ok(tid, true))
+		eytz_page_bad_tid(r->index, &r->meta, r->meta.tids_start + p, tid);
 	return ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber;
 }
 
@@ -440,8 +429,8 @@ eytz_region_release(EytzRegionReader *r)
  * Check that loaded keys are a search tree: every node's keys ascend within
  * the bounds its parent's keys set for it (a damaged key would send a
  * search into the wrong subtree and lose rows: XX002 instead).  The batched
- * searches of a loaded layout then check no node (measured a sixth of their
- * time).  Level by level, from the bounds of the nodes of the level above
+ * searches of a loaded layout then check no node (checking there cost them
+ * a large share of their time: bench/join_results.md, "Design measurements").  Level by level, from the bounds of the nodes of the level above
  * (node c of a level is child c % k of node c / k above, which is whole:
  * only the bottom level is partial).
  */
@@ -543,8 +532,8 @@ eytz_region_load(Relation index, const EytzMetaPageData *meta,
 
 		for (i = 0; i < cnt; i++)
 		{
-			if (!tid_ok(&src[i], true))
-				bad_tid(index, meta, meta->tids_start + p, &src[i]);
+			if (!eytz_tid_ok(&src[i], true))
+				eytz_page_bad_tid(index, meta, meta->tids_start + p, &src[i]);
 			tids[first + i] = eytz_tid_pack((ItemPointer) &src[i]);
 		}
 		CHECK_FOR_INTERRUPTS();
@@ -694,8 +683,8 @@ eytz_sorted_next(EytzSortedReader *r, uint64 *key, uint64 *packed_tid)
 		uint64		packed = eytz_tid_pack((ItemPointer) tid);
 		bool		live;
 
-		if (!tid_ok(tid, true))
-			bad_tid(r->index, m, m->tids_start + tp, tid);
+		if (!eytz_tid_ok(tid, true))
+			eytz_page_bad_tid(r->index, m, m->tids_start + tp, tid);
 		live = ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber;
 		if (rank > 0 && k != r->last_key)
 			r->have_live = false;
@@ -783,178 +772,4 @@ eytz_region_load_sorted(Relation index, const EytzMetaPageData *meta,
 		}
 	}
 	eytz_sorted_end(&r);
-}
-
-/* ---- the pending list ---- */
-
-void
-eytz_pending_begin(EytzPendingReader *pr, Relation index,
-				   const EytzMetaPageData *meta)
-{
-	pr->index = index;
-	pr->meta = *meta;
-	pr->next = meta->pending_head;
-	pr->nblocks = RelationGetNumberOfBlocks(index);
-	pr->steps = 0;
-	pr->ncols = eytz_include_count(index);
-}
-
-/*
- * Copy the entries of the next page of the list into entries (room for
- * EYTZ_PENDING_PER_PAGE) and, if values is not NULL, their included values
- * into values and isnull ([i * ncols + c]); set *blkno; -1 at the end of the
- * list.  Inserts may append meanwhile: the walk sees their entries or not.
- */
-int
-eytz_pending_next_include(EytzPendingReader *pr, EytzPendingEntry *entries,
-						  Datum *values, bool *isnull, BlockNumber *blkno)
-{
-	BlockNumber b = pr->next;
-	Buffer		buf;
-	Page		page;
-	EytzPageOpaque opaque;
-	Size		size = eytz_pending_entry_size(pr->ncols);
-	const char *src;
-	int			count,
-				i,
-				c;
-	EytzInclude inc;
-
-	if (b == InvalidBlockNumber)
-		return -1;
-	/* the list may have grown since: recount before calling it a cycle */
-	if (++pr->steps > pr->nblocks || b >= pr->nblocks)
-		pr->nblocks = RelationGetNumberOfBlocks(pr->index);
-	if (pr->steps > pr->nblocks)
-		EYTZ_CORRUPT(pr->index, b, "The pending list is longer than the file: it has a cycle.");
-	eytz_include_get(pr->index, &inc);
-	if (b == EYTZ_METAPAGE_BLKNO || b >= pr->nblocks ||
-		eytz_block_in_region(&pr->meta, &inc, b))
-		EYTZ_CORRUPT(pr->index, b, "The pending list reaches block %u, which cannot be a pending page.", b);
-
-	buf = ReadBuffer(pr->index, b);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	eytz_check_page(pr->index, &pr->meta, page, b, EYTZ_PAGE_PENDING, 0);
-	opaque = EytzPageGetOpaque(page);
-	count = opaque->count;
-	src = PageGetContents(page);
-	for (i = 0; i < count; i++, src += size)
-	{
-		memcpy(&entries[i], src, sizeof(EytzPendingEntry));
-		if (values != NULL)
-		{
-			uint32		mask;
-
-			memcpy(&values[i * pr->ncols], src + sizeof(EytzPendingEntry),
-				   pr->ncols * sizeof(Datum));
-			memcpy(&mask, src + sizeof(EytzPendingEntry) + pr->ncols * sizeof(Datum),
-				   sizeof(uint32));
-			for (c = 0; c < pr->ncols; c++)
-				isnull[i * pr->ncols + c] = (mask >> c) & 1;
-		}
-	}
-	pr->next = opaque->next;
-	UnlockReleaseBuffer(buf);
-	for (i = 0; i < count; i++)
-		if (!tid_ok(&entries[i].tid, false))
-			bad_tid(pr->index, &pr->meta, b, &entries[i].tid);
-	*blkno = b;
-	return count;
-}
-
-/* eytz_pending_next_include() without the values */
-int
-eytz_pending_next(EytzPendingReader *pr, EytzPendingEntry *entries,
-				  BlockNumber *blkno)
-{
-	return eytz_pending_next_include(pr, entries, NULL, NULL, blkno);
-}
-
-/*
- * All entries of the pending list meta names, palloc'd, with their included
- * values if values is not NULL (NULL outputs without INCLUDE), and (if
- * blocks is not NULL) the list's blocks.  Raises an error on a damaged list.
- */
-void
-eytz_read_pending_all(Relation index, const EytzMetaPageData *meta,
-					  EytzPendingEntry **entries, Datum **values, bool **isnull,
-					  uint64 *n, BlockNumber **blocks, int *nblocks)
-{
-	EytzPendingReader pr;
-	uint64		cap = Max(meta->npending, 16) + EYTZ_PENDING_PER_PAGE;
-	uint64		cnt = 0;
-	int			bcap = 16;
-	int			got;
-	int			m;
-	BlockNumber blkno;
-	EytzPendingEntry *res = MemoryContextAllocHuge(CurrentMemoryContext,
-												   cap * sizeof(EytzPendingEntry));
-	Datum	   *vals = NULL;
-	bool	   *nulls = NULL;
-
-	if (blocks)
-	{
-		*blocks = palloc(sizeof(BlockNumber) * bcap);
-		*nblocks = 0;
-	}
-	eytz_pending_begin(&pr, index, meta);
-	m = pr.ncols;
-	if (values && m > 0)
-	{
-		vals = MemoryContextAllocHuge(CurrentMemoryContext, cap * m * sizeof(Datum));
-		nulls = MemoryContextAllocHuge(CurrentMemoryContext, cap * m * sizeof(bool));
-	}
-	for (;;)
-	{
-		if (cap - cnt < EYTZ_PENDING_PER_PAGE)
-		{
-			cap *= 2;
-			res = repalloc_huge(res, cap * sizeof(EytzPendingEntry));
-			if (vals)
-			{
-				vals = repalloc_huge(vals, cap * m * sizeof(Datum));
-				nulls = repalloc_huge(nulls, cap * m * sizeof(bool));
-			}
-		}
-		got = eytz_pending_next_include(&pr, res + cnt,
-										vals ? vals + cnt * m : NULL,
-										nulls ? nulls + cnt * m : NULL, &blkno);
-		if (got < 0)
-			break;
-		cnt += got;
-		if (blocks)
-		{
-			if (*nblocks == bcap)
-			{
-				bcap *= 2;
-				*blocks = repalloc(*blocks, sizeof(BlockNumber) * bcap);
-			}
-			(*blocks)[(*nblocks)++] = blkno;
-		}
-		CHECK_FOR_INTERRUPTS();
-	}
-	*entries = res;
-	*n = cnt;
-	if (values)
-	{
-		*values = vals;
-		*isnull = nulls;
-	}
-}
-
-void
-eytz_read_pending(Relation index, const EytzMetaPageData *meta,
-				  EytzPendingEntry **entries, uint64 *n,
-				  BlockNumber **blocks, int *nblocks)
-{
-	eytz_read_pending_all(index, meta, entries, NULL, NULL, n, blocks, nblocks);
-}
-
-void
-eytz_read_pending_include(Relation index, const EytzMetaPageData *meta,
-						  EytzPendingEntry **entries, Datum **values,
-						  bool **isnull, uint64 *n)
-{
-	eytz_read_pending_all(index, meta, entries, values, isnull, n, NULL, NULL);
 }

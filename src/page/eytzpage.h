@@ -3,7 +3,8 @@
  *		The on-disk format of an eytzgpu index: the metapage, the layout
  *		region of key and TID pages, INCLUDE pages, the pending list and the
  *		retired generations.  Page init is eytzpageinit.c, the checked readers
- *		eytzpage.c, INCLUDE pages eytzinclude.c, the pending list eytzinsert.c.
+ *		eytzpage.c (the pending list's eytzpagepending.c), INCLUDE pages
+ *		eytzinclude.c, the pending list's writer eytzinsert.c.
  *
  * All pages carry an EytzPageOpaqueData in their special
  * space whose last two bytes are EYTZ_PAGE_ID, as contrib/bloom does.  The

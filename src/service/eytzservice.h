@@ -6,9 +6,10 @@
  *		batches through shared memory and get join-shaped answers back.
  *
  * eytzservice.c: the GUCs, the shared memory, the worker's registration,
- * the backend's side (the eytz_service_* calls of the lookup seam) and the
- * status functions.  eytzservicemain.c: the worker.  The second half of
- * this header is shared by those two files only.
+ * the backend's side (the eytz_service_* calls of the lookup seam).
+ * eytzservicestatus.c: the status functions.  eytzservicemain.c and
+ * eytzservicecopies.c: the worker.  The second half of this header is
+ * shared by the service's files only.
  *
  * The protocol: a scan claims a slot (a window of shared memory of
  * eytzgpu.service_slot_buffer bytes) for its whole length, and through it
@@ -365,6 +366,15 @@ eytz_svc_overdue(TimestampTz since, TimestampTz now, uint64 *mark)
 	return eytz_service_timeout_ms > 0 &&
 		now > Max((TimestampTz) m, since) + (TimestampTz) eytz_service_timeout_ms * 1000;
 }
+
+/*
+ * The service's lock (eytzservice.c), unless the worker holds it while it
+ * makes no progress: false then, after eytzgpu.service_timeout
+ */
+extern bool eytz_svc_lock(LWLockMode mode);
+
+/* Has a backend given up on the worker since its progress mark last moved? */
+extern bool eytz_svc_given_up(void);
 
 /* The worker's entry point (bgw_function_name) */
 extern PGDLLEXPORT void eytz_service_main(Datum arg);

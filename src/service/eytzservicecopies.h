@@ -1,0 +1,47 @@
+/*
+ * eytzservicecopies.h
+ *		The service worker's resident copies (eytzservicecopies.c), for its
+ *		main loop (eytzservicemain.c): the requests that load a layout and
+ *		look batches up, and the state of the devices the copies live on.
+ *		Shared by those two files only.
+ */
+#ifndef EYTZSERVICECOPIES_H
+#define EYTZSERVICECOPIES_H
+
+#include "eytzservice.h"
+
+/* At the worker's start: the copies' memory lives in cxt */
+extern void eytz_svc_copies_init(MemoryContext cxt);
+
+/* The GPUs this process sees, their names into devices (at most max) */
+extern int	eytz_svc_gpu_devices(EytzSvcDevice *devices, int max);
+
+/* The requests of slot i (s), window its shared memory */
+extern EytzSvcStatus eytz_svc_load_begin(int i, EytzSvcSlot *s);
+extern EytzSvcStatus eytz_svc_load_data(int i, EytzSvcSlot *s, const char *window);
+extern EytzSvcStatus eytz_svc_load_column(int i, EytzSvcSlot *s, const char *window);
+extern EytzSvcStatus eytz_svc_load_end(int i, EytzSvcSlot *s);
+
+/*
+ * A lookup: answered at once on a CPU device, submitted on a GPU
+ * (*pending), its answer then waited for by eytz_svc_lookup_finish(i)
+ */
+extern EytzSvcStatus eytz_svc_lookup(EytzSvcSlot *s, char *window, bool *pending);
+extern EytzSvcStatus eytz_svc_lookup_finish(int i);
+
+/* An upload through slot i whose slot was freed or claimed again */
+extern bool eytz_svc_load_orphaned(int i);
+/* Drop those uploads */
+extern void eytz_svc_drop_orphan_loads(void);
+/* Bytes slot i's upload counts against its device (0: none) */
+extern uint64 eytz_svc_load_reserved(int i);
+
+/* Evict from device d until its copies fit eytzgpu.gpu_memory_limit (reloaded) */
+extern void eytz_svc_evict_to_limit(int d);
+
+/* Did GPU d fail this round other than for want of memory? */
+extern bool eytz_svc_device_broken(int d);
+/* Stop using GPU d (see eytzservicecopies.c); may end the process */
+extern void eytz_svc_device_failed(int d);
+
+#endif							/* EYTZSERVICECOPIES_H */
