@@ -9,50 +9,24 @@
 # coordinator; auto_explain on the shards shows the plan each shard ran.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use EytzShards;
 
 my $nshards = 2;
 my $inner_rows = 400000;	# per shard
 my $outer_rows = 10000;	# per shard
 
-my @shards;
-for my $s (0 .. $nshards - 1)
-{
-	my $node = PostgreSQL::Test::Cluster->new("shard$s");
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-session_preload_libraries = 'auto_explain'
-auto_explain.log_min_duration = 0
-autovacuum = off
-});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION eytzgpu');
-	push @shards, $node;
-}
-my $coord = PostgreSQL::Test::Cluster->new('coordinator');
-$coord->init;
-$coord->append_conf('postgresql.conf', "autovacuum = off\n");
-$coord->start;
-$coord->safe_psql('postgres', 'CREATE EXTENSION postgres_fdw');
+my @shards = EytzShards::start_shards($nshards);
+my $coord = EytzShards::start_coordinator("autovacuum = off\n", 'postgres_fdw');
 
-# the data, once, in local tables of the coordinator: inner keys with
-# duplicates, NULLs and extremes; outer keys with repeats, misses and NULLs
-$coord->safe_psql('postgres', qq{
-SELECT setseed(0.6);
-CREATE TABLE inner_local AS
-SELECT CASE WHEN g % 211 = 0 THEN NULL
-			WHEN g % 1009 = 0 THEN 2147483647
-			ELSE (random() * ($inner_rows * $nshards / 2))::int4 END AS k, g AS v
-  FROM generate_series(1, $inner_rows * $nshards) g;
-CREATE TABLE outer_local AS
-SELECT CASE WHEN g % 97 = 0 THEN NULL
-			WHEN g % 19 = 0 THEN -1 - g
-			WHEN g % 503 = 0 THEN 2147483647
-			ELSE (random() * ($inner_rows * $nshards / 2))::int4 END AS k, g AS w
-  FROM generate_series(1, $outer_rows * $nshards) g;
-});
+# the data, once, in local tables of the coordinator
+EytzShards::create_local_data($coord, seed => 0.6,
+	inner_rows => $inner_rows * $nshards, inner_keys => "$inner_rows * $nshards / 2",
+	outer_rows => $outer_rows * $nshards, outer_keys => "$inner_rows * $nshards / 2");
 
 # each shard holds partition s of both tables, with an eytzgpu index on the
 # inner one; the coordinator's partitions are foreign tables on the shard
@@ -63,13 +37,8 @@ for my $s (0 .. $nshards - 1)
 CREATE TABLE inner_p$s (k int4, v int4);
 CREATE TABLE outer_p$s (k int4, w int4);
 });
-	my ($host, $port) = ($node->host, $node->port);
-	$coord->safe_psql('postgres', qq{
-CREATE SERVER shard$s FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '$host', port '$port', dbname 'postgres', batch_size '1000', use_remote_estimate 'true');
-CREATE USER MAPPING FOR CURRENT_USER SERVER shard$s;
-});
 }
+EytzShards::create_servers($coord, \@shards, "batch_size '1000', use_remote_estimate 'true'");
 $coord->safe_psql('postgres', q{
 CREATE TABLE inner_dist (k int4, v int4) PARTITION BY HASH (k);
 CREATE TABLE outer_dist (k int4, w int4) PARTITION BY HASH (k);

@@ -11,55 +11,29 @@
 # shards, a shard stopped in the middle of a join, and a cancel.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use EytzShards;
 
 my $nshards = 3;
 my $inner_rows = 60000;
 my $outer_rows = 15000;
 
-my @shards;
-for my $s (0 .. $nshards - 1)
-{
-	my $node = PostgreSQL::Test::Cluster->new("shard$s");
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-session_preload_libraries = 'auto_explain'
-auto_explain.log_min_duration = 0
-autovacuum = off
-});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION eytzgpu');
-	push @shards, $node;
-}
-my $coord = PostgreSQL::Test::Cluster->new('coordinator');
-$coord->init;
-$coord->append_conf('postgresql.conf', qq{
+my @shards = EytzShards::start_shards($nshards);
+my $coord = EytzShards::start_coordinator(qq{
 autovacuum = off
 session_preload_libraries = 'eytzgpu'
-});
-$coord->start;
-$coord->safe_psql('postgres', 'CREATE EXTENSION eytzgpu; CREATE EXTENSION postgres_fdw');
+}, 'eytzgpu', 'postgres_fdw');
 
-# the data, once, in local tables of the coordinator: inner keys with
-# duplicates, NULLs and extremes; outer keys with repeats, misses (negative
-# keys are on no shard), NULLs and extremes
-$coord->safe_psql('postgres', qq{
-SELECT setseed(0.8);
-CREATE TABLE inner_local AS
-SELECT CASE WHEN g % 211 = 0 THEN NULL
-			WHEN g % 1009 = 0 THEN 2147483647
-			ELSE (random() * ($inner_rows / 2))::int4 END AS k, g AS v
-  FROM generate_series(1, $inner_rows) g;
-CREATE TABLE outer_local AS
-SELECT CASE WHEN g % 97 = 0 THEN NULL
-			WHEN g % 19 = 0 THEN -1 - g
-			WHEN g % 503 = 0 THEN 2147483647
-			ELSE (random() * ($inner_rows * 0.6))::int4 END AS k, g AS w
-  FROM generate_series(1, $outer_rows) g;
-CREATE FUNCTION local_odd(int4) RETURNS bool IMMUTABLE LANGUAGE sql AS 'SELECT \$1 % 2 = 1';
-});
+# the data, once, in local tables of the coordinator
+EytzShards::create_local_data($coord, seed => 0.8,
+	inner_rows => $inner_rows, inner_keys => "$inner_rows / 2",
+	outer_rows => $outer_rows, outer_keys => "$inner_rows * 0.6");
+$coord->safe_psql('postgres',
+	q{CREATE FUNCTION local_odd(int4) RETURNS bool IMMUTABLE LANGUAGE sql AS 'SELECT $1 % 2 = 1'});
 
 # shard s holds inner_p<s> (hash partition s), inner_r<s> (range partition
 # s: shard 2's range holds no row) and shard 0 the whole table inner_all
@@ -71,13 +45,8 @@ CREATE TABLE inner_p$s (k int4, v int4);
 CREATE TABLE inner_r$s (k int4, v int4);
 CREATE TABLE inner_all (k int4, v int4);
 });
-	my ($host, $port) = ($node->host, $node->port);
-	$coord->safe_psql('postgres', qq{
-CREATE SERVER shard$s FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '$host', port '$port', dbname 'postgres', fetch_size '1000');
-CREATE USER MAPPING FOR CURRENT_USER SERVER shard$s;
-});
 }
+EytzShards::create_servers($coord, \@shards, "fetch_size '1000'");
 $coord->safe_psql('postgres', q{
 CREATE TABLE inner_dist (k int4, v int4) PARTITION BY HASH (k);
 CREATE TABLE inner_range (k int4, v int4) PARTITION BY RANGE (k);
