@@ -134,7 +134,7 @@ extern void eytz_choose_layout(Relation index, uint64 n, int key_width,
 extern const char *eytz_layout_name(int layout);
 extern char *eytz_buildphasename(int64 phasenum);
 
-/* eytzpage.c: every read of the index's pages, checked (see the file header) */
+/* eytzpage.c, eytzpagepending.c: every read of the index's pages, checked (see eytzpage.c) */
 #define EYTZ_CORRUPT(index, blkno, ...) \
 	ereport(ERROR, \
 			(errcode(ERRCODE_INDEX_CORRUPTED), \

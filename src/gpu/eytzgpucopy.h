@@ -4,7 +4,7 @@
  *		calls the GPU library of cuda/eytzgpu_cuda.h.
  *
  * Two callers hold copies: a backend's resident cache (eytzdevice.c) and
- * the service worker (eytzservicemain.c).  Both upload a layout with its
+ * the service worker (eytzservicecopies.c).  Both upload a layout with its
  * included columns, choose the columns join batches return, submit a batch
  * and wait for its matches, and turn the library's failures into
  * sentences, through these functions.  Nothing here allocates or raises:

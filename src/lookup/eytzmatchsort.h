@@ -2,8 +2,8 @@
  * eytzmatchsort.h
  *		A match of the batched join, (heap TID, batch row), its sort and the
  *		allocation of large arrays: a leaf shared by the lookup seam
- *		(eytzlookup.c), the CPU search (eytzimage.c) and the GPU glue
- *		(eytzdevice.c).
+ *		(eytzlookup.c), the CPU search (eytzimagesearch.c) and the GPU
+ *		copies (eytzgpucopy.c).
  */
 #ifndef EYTZMATCHSORT_H
 #define EYTZMATCHSORT_H

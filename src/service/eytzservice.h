@@ -117,7 +117,7 @@ extern uint64 eytz_service_ndead(const EytzServiceView *v);
 /* Free the view's slot (also on error); the view is not used afterwards */
 extern void eytz_service_release(EytzServiceView *v);
 
-/* ---- shared by eytzservice.c and eytzservicemain.c ---- */
+/* ---- shared by the service's files (eytzservice*.c) ---- */
 
 #include <sched.h>
 
