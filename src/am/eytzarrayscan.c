@@ -330,9 +330,10 @@ sort_chunk(EytzArrayScan *a, ItemPointerData *tids, uint64 *keys,
 
 /*
  * take_chunk's common case: a current chunk whose matches all have their
- * keys (or need none), without INCLUDE values.  The matches are sorted by
- * TID with their place in the chunk and batch row riding along, and the
- * keys are read in TID order: no per-match arrays to fill and permute.
+ * keys (or need none), without INCLUDE values to return.  The matches are
+ * sorted by TID with their place in the chunk and batch row riding along,
+ * and the keys are read in TID order: no per-match arrays to fill and
+ * permute.
  * Returns false, having changed nothing, when the chunk needs take_chunk.
  */
 static bool
@@ -343,7 +344,7 @@ take_plain_chunk(EytzArrayScan *a, const EytzMatch *matches, int n,
 	EytzMatch  *order;
 	int			i;
 
-	if (a->ncols > 0 || !eytz_lookup_chunk_current(a->lk))
+	if ((keys && a->ncols > 0) || !eytz_lookup_chunk_current(a->lk))
 		return false;
 	chunk_arrays(a, n);
 	order = a->order;
