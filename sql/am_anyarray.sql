@@ -57,17 +57,18 @@ CREATE FUNCTION force_scan(mode text) RETURNS void LANGUAGE sql AS $$
 		   set_config('enable_bitmapscan', (mode = 'Bitmap Heap Scan')::text, true);
 $$;
 
--- aa_check(qual, cols, refqual): "SELECT <cols> FROM aa WHERE <qual>" (as
+-- aa_check(qual, cols, refqual, tab): "SELECT <cols> FROM <tab> WHERE <qual>" (as
 -- a count and a sum of row hashes) through each scan type, against a
 -- sequential scan of "WHERE <refqual>" (default: qual; "k IN (SELECT
 -- unnest(...))" for the arrays of parameters, which a sequential scan would
 -- compare with every element of the array for every row); 'ok <rows>' or
 -- what went wrong
-CREATE FUNCTION aa_check(qual text, cols text DEFAULT 'k, v', refqual text DEFAULT NULL)
+CREATE FUNCTION aa_check(qual text, cols text DEFAULT 'k, v', refqual text DEFAULT NULL,
+						 tab text DEFAULT 'aa')
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
-	sel text := format('SELECT count(*)::text || '' '' || coalesce(sum(hashtext(ROW(%s)::text)::int8), 0) FROM aa WHERE ',
-					   cols);
+	sel text := format('SELECT count(*)::text || '' '' || coalesce(sum(hashtext(ROW(%s)::text)::int8), 0) FROM %I WHERE ',
+					   cols, tab);
 	q text := sel || qual;
 	ref text;
 	got text;
@@ -253,6 +254,34 @@ SELECT scan_of(format('SELECT count(*), sum(k::int8) FROM ab WHERE k = ANY(%L::i
 	   (SELECT count(*) FROM (SELECT k FROM ab OFFSET 0) s WHERE k IN (SELECT unnest(a::int4[]))) AS same
   FROM many;
 
+-- an index without INCLUDE columns on a VACUUMed table (the index-only
+-- scan's chunks then take their keys in TID order): the arrays above,
+-- other integer types and range quals, through each scan type against a
+-- sequential scan, before and after pending entries come in
+CREATE TABLE ac (k int4);
+INSERT INTO ac
+SELECT CASE WHEN g % 97 = 0 THEN NULL
+			WHEN g % 89 = 0 THEN 2147483647
+			WHEN g % 83 = 0 THEN -2147483648
+			ELSE (random() * 24000)::int4 - 12000 END
+  FROM generate_series(1, 40000) g;
+CREATE INDEX ac_k ON ac USING eytzgpu (k) WITH (pending_limit = 100000);
+VACUUM ANALYZE ac;
+CREATE TABLE ac_q AS
+SELECT format('k = ANY((SELECT a FROM arrs WHERE name = %L)::int4[])', name) AS q,
+	   format('k IN (SELECT unnest(a) FROM arrs WHERE name = %L)', name) AS r
+  FROM arrs
+UNION ALL
+SELECT q, NULL FROM unnest(ARRAY[
+	'k IN (-2147483648, 0, 2147483647, NULL)',
+	'k = ANY(ARRAY[7, 2147483648, -2147483649, 2147483647, 5, 5]::int8[])',
+	'k = ANY(''{7,-5,100,7,NULL}''::int2[])',
+	'k < ANY(''{-11900,-11950}''::int4[])',
+	'k > ANY(''{11990,2147483646}''::int4[]) AND k = ANY(''{11995,11999,2147483647}''::int4[])']) q;
+SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
+INSERT INTO ac SELECT (random() * 24000)::int4 - 12000 FROM generate_series(1, 3000);
+SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
+DROP TABLE ac, ac_q;
 DROP TABLE aa, ab, arrs;
 DROP TABLE many;
 -- float columns and arrays of the other float type: no recheck, so the

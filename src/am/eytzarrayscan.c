@@ -329,6 +329,49 @@ sort_chunk(EytzArrayScan *a, ItemPointerData *tids, uint64 *keys,
 }
 
 /*
+ * take_chunk's common case: a current chunk whose matches all have their
+ * keys (or need none), without INCLUDE values to return.  The matches are
+ * sorted by TID with their place in the chunk and batch row riding along,
+ * and the keys are read in TID order: no per-match arrays to fill and
+ * permute.
+ * Returns false, having changed nothing, when the chunk needs take_chunk.
+ */
+static bool
+take_plain_chunk(EytzArrayScan *a, const EytzMatch *matches, int n,
+				 ItemPointerData *tids, uint64 *keys)
+{
+	const EytzChunkColumns *cols = eytz_lookup_columns(a->lk);
+	EytzMatch  *order;
+	int			i;
+
+	if ((keys && a->ncols > 0) || !eytz_lookup_chunk_current(a->lk))
+		return false;
+	chunk_arrays(a, n);
+	order = a->order;
+	for (i = 0; i < n; i++)
+	{
+		uint32		p = matches[i].unused;
+		uint32		row = matches[i].row;
+
+		/* a match without its key is known by its point query's */
+		if (keys && !cols->have[p] && a->lo[row] != a->hi[row])
+			return false;
+		order[i].tid = matches[i].tid;
+		order[i].row = row;
+		order[i].unused = p;
+	}
+	eytz_match_sort_keys(order, (uint32) n, order + a->chunk_cap);
+	for (i = 0; i < n; i++)
+	{
+		eytz_tid_unpack(order[i].tid, &tids[i]);
+		if (keys)
+			keys[i] = cols->have[order[i].unused] ?
+				cols->keys[order[i].unused] : a->lo[order[i].row];
+	}
+	return true;
+}
+
+/*
  * Take the seam's chunk m[0..n) into tids (and, for an index-only scan,
  * keys and values[i * m + c] / isnull, as eytz_search_next_values gives
  * them); returns how many remain after resolving (see the file header)
@@ -408,6 +451,8 @@ eytz_array_scan_next(EytzArrayScan *a, ItemPointerData *tids, uint64 *keys,
 			a->slice_n = 0;
 			continue;
 		}
+		if (take_plain_chunk(a, matches, (int) n, tids, keys))
+			return (int) n;
 		got = take_chunk(a, matches, (int) n, tids, keys, values, isnull);
 		if (got > 0)
 			return got;

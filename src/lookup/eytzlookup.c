@@ -564,6 +564,11 @@ sort_queries(EytzLookup *lk, uint32 from)
 {
 	uint32		n = lk->nq - from;
 	uint32		i;
+	bool		sorted = true;
+
+	/* callers with sorted keys (an array scan's ranges) need no sort */
+	for (i = from + 1; i < lk->nq && sorted; i++)
+		sorted = lk->lo[i] >= lk->lo[i - 1];
 
 	if (lk->order_cap < n)
 	{
@@ -578,7 +583,8 @@ sort_queries(EytzLookup *lk, uint32 from)
 		lk->packed = (uint64 *) lk->order;
 		for (i = 0; i < n; i++)
 			lk->packed[i] = (lk->lo[from + i] - lk->lo_min) << 32 | lk->rows[from + i];
-		eytz_sort_u64(lk->packed, n, lk->packed + n, ~(uint64) PG_UINT32_MAX);
+		if (!sorted)
+			eytz_sort_u64(lk->packed, n, lk->packed + n, ~(uint64) PG_UINT32_MAX);
 		lk->norder = n;
 		return;
 	}
@@ -589,7 +595,8 @@ sort_queries(EytzLookup *lk, uint32 from)
 		lk->order[i].row = from + i;
 		lk->order[i].unused = lk->rows[from + i];
 	}
-	eytz_match_sort_keys(lk->order, n, lk->order + n);
+	if (!sorted)
+		eytz_match_sort_keys(lk->order, n, lk->order + n);
 	lk->norder = n;
 }
 
