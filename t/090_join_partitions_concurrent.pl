@@ -125,7 +125,8 @@ $node->safe_psql(
 	VACUUM ANALYZE h, ho;
 });
 my $hq = 'SELECT count(*), sum(h.v::int8) FROM ho JOIN h ON h.k = ho.k';
-my $pinned = 'SET eytzgpu.cpu_view = pinned; SET max_parallel_workers_per_gather = 0;';
+# the CPU views' pin budget: on the CPU, also on a machine with a GPU
+my $pinned = 'SET eytzgpu.device = cpu; SET eytzgpu.cpu_view = pinned; SET max_parallel_workers_per_gather = 0;';
 like($node->safe_psql('postgres', "$force $pinned EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF) $hq"),
 	qr/Leaf h_0: .*Device: cpu \(pinned pages\)(.*\n)*.*Leaf h_7: .*Device: cpu\n/,
 	'the first leaf pinned, the leaves beyond the budget loaded');

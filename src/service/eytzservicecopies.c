@@ -195,7 +195,8 @@ pinned(int r)
 			s->incarnation == eytz_svc->incarnation)
 			return true;
 	}
-	return false;
+	/* a batch in flight there, though its backend abandoned the slot */
+	return copies[r].in_flight;
 }
 
 /* Drop copy r */
@@ -682,11 +683,11 @@ cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 }
 
 /*
- * Answer slot s's lookup; on the GPU only submit it (*pending: then
- * eytz_svc_lookup_finish waits for it)
+ * Answer slot s's lookup; on the GPU only submit it (*in_flight: the copy
+ * it went to, then eytz_svc_lookup_finish waits for it; else -1)
  */
 EytzSvcStatus
-eytz_svc_lookup(EytzSvcSlot *s, char *window, bool *pending)
+eytz_svc_lookup(EytzSvcSlot *s, char *window, int *in_flight)
 {
 	int			r = s->resident;
 	const uint64 *lo = (const uint64 *) window;
@@ -713,20 +714,25 @@ eytz_svc_lookup(EytzSvcSlot *s, char *window, bool *pending)
 	/* the batch's shape, once: hi is NULL for points, it reads lo and rows then */
 	eytz_gpu_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
 	if (eytz_svc->state == SVC_GPU)
-		ok = *pending = gpu_lookup_start(&copies[r], eytz_svc->resident[r].device,
-										 s, lo, points ? NULL : hi, rows, ascending);
+	{
+		ok = gpu_lookup_start(&copies[r], eytz_svc->resident[r].device,
+							  s, lo, points ? NULL : hi, rows, ascending);
+		*in_flight = ok ? r : -1;
+	}
 	else
 		ok = cpu_lookup(r, s, lo, hi, rows, points, points && ascending, out);
 	/* finish counts the hit, under the lock it hands the answer over with */
 	return ok ? ST_OK : ST_FAILED;
 }
 
-/* The answer of slot i's lookup submitted to the GPU */
+/*
+ * The answer of slot i's lookup submitted to copy r of the GPU (not the
+ * slot's resident: a backend that abandons its slot clears that)
+ */
 EytzSvcStatus
-eytz_svc_lookup_finish(int i)
+eytz_svc_lookup_finish(int i, int r)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[i];
-	int			r = s->resident;
 	EytzMatch  *out = (EytzMatch *) (eytz_svc_window(i) + eytz_svc_out_offset(s->nq));
 
 	return gpu_lookup_finish(&copies[r], eytz_svc->resident[r].device, s, out) ?

@@ -23,11 +23,11 @@ extern EytzSvcStatus eytz_svc_load_column(int i, EytzSvcSlot *s, const char *win
 extern EytzSvcStatus eytz_svc_load_end(int i, EytzSvcSlot *s);
 
 /*
- * A lookup: answered at once on a CPU device, submitted on a GPU
- * (*pending), its answer then waited for by eytz_svc_lookup_finish(i)
+ * A lookup: answered at once on a CPU device, submitted on a GPU to the
+ * copy *in_flight, its answer then waited for by eytz_svc_lookup_finish(i, r)
  */
-extern EytzSvcStatus eytz_svc_lookup(EytzSvcSlot *s, char *window, bool *pending);
-extern EytzSvcStatus eytz_svc_lookup_finish(int i);
+extern EytzSvcStatus eytz_svc_lookup(EytzSvcSlot *s, char *window, int *in_flight);
+extern EytzSvcStatus eytz_svc_lookup_finish(int i, int r);
 
 /* An upload through slot i whose slot was freed or claimed again */
 extern bool eytz_svc_load_orphaned(int i);

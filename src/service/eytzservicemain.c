@@ -46,11 +46,12 @@
 static MemoryContext svc_cxt;
 
 /*
- * Answer slot i's request; an error becomes a failed answer.  *pending: a
- * lookup submitted to the GPU, answered by eytz_svc_lookup_finish.
+ * Answer slot i's request; an error becomes a failed answer.  *in_flight:
+ * the copy a lookup was submitted to on the GPU, answered by
+ * eytz_svc_lookup_finish; -1 for an answer given at once.
  */
 static EytzSvcStatus
-answer(int i, bool *pending)
+answer(int i, int *in_flight)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[i];
 	char	   *window = eytz_svc_window(i);
@@ -60,7 +61,7 @@ answer(int i, bool *pending)
 	s->nout = 0;
 	s->nq_done = 0;
 	s->staged = false;
-	*pending = false;
+	*in_flight = -1;
 	PG_TRY();
 	{
 		switch (s->op)
@@ -78,7 +79,7 @@ answer(int i, bool *pending)
 				status = eytz_svc_load_end(i, s);
 				break;
 			case OP_LOOKUP:
-				status = eytz_svc_lookup(s, window, pending);
+				status = eytz_svc_lookup(s, window, in_flight);
 				break;
 		}
 	}
@@ -385,7 +386,7 @@ eytz_service_main(Datum arg)
 	for (;;)
 	{
 		int			taken[EYTZ_SVC_ROUND];
-		bool		pending[EYTZ_SVC_ROUND];
+		int			in_flight[EYTZ_SVC_ROUND];
 		int			n,
 					k,
 					d;
@@ -444,14 +445,14 @@ eytz_service_main(Datum arg)
 			 */
 			for (k = 0; k < n; k++)
 			{
-				EytzSvcStatus status = answer(taken[k], &pending[k]);
+				EytzSvcStatus status = answer(taken[k], &in_flight[k]);
 
-				if (!pending[k])
+				if (in_flight[k] < 0)
 					finish(taken[k], status);
 			}
 			for (k = 0; k < n; k++)
-				if (pending[k])
-					finish(taken[k], eytz_svc_lookup_finish(taken[k]));
+				if (in_flight[k] >= 0)
+					finish(taken[k], eytz_svc_lookup_finish(taken[k], in_flight[k]));
 			progress(0);
 			if (ProcSignalBarrierPending)
 				ProcessProcSignalBarrier();
