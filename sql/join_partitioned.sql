@@ -8,7 +8,8 @@
 -- (on the same column and on another), leaves whose columns are ordered
 -- differently, an empty leaf, pending entries, every join type, ranges,
 -- cross-type keys, INCLUDE columns, pruning, LIMIT, parallel query,
--- UPDATEs moving rows, PREPARE with partitions attached and detached.
+-- UPDATEs moving rows, PREPARE with partitions attached and detached,
+-- leaves pruned at the start by a generic plan's parameters.
 \set ECHO none
 \i sql/join_harness.inc
 \set ECHO all
@@ -180,6 +181,57 @@ CREATE TEMP TABLE jt_ans3 AS EXECUTE jt_q(0);
 SELECT (SELECT (count, sum) FROM jt_ans3) = (SELECT (count, sum) FROM jt_ans) AS same;
 RESET plan_cache_mode;
 
+-- a generic plan's parameters on the inner table's own restrictions prune
+-- leaves at the scan's start (a leaf they refute is not searched); each
+-- answer against the same query with the values written in, extension off
+CREATE FUNCTION jt_start_check(exec text, literal text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	pruned text := 'none';
+	nrows bigint;
+	ndiff bigint;
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || exec LOOP
+		IF r."QUERY PLAN" ~ 'Leaves Pruned at Start: ' THEN
+			pruned := substring(r."QUERY PLAN" from 'Start: (\d+)');
+		END IF;
+	END LOOP;
+	EXECUTE 'CREATE TEMP TABLE js_on AS ' || exec;
+	PERFORM set_config('eytzgpu.enable_join', 'off', true);
+	EXECUTE 'CREATE TEMP TABLE js_off AS ' || literal;
+	PERFORM set_config('eytzgpu.enable_join', 'on', true);
+	SELECT count(*) INTO nrows FROM js_on;
+	EXECUTE 'SELECT (SELECT count(*) FROM (TABLE js_on EXCEPT ALL TABLE js_off) a) +
+					(SELECT count(*) FROM (TABLE js_off EXCEPT ALL TABLE js_on) b)' INTO ndiff;
+	DROP TABLE js_on;
+	DROP TABLE js_off;
+	RETURN format('pruned at start=%s rows=%s differences=%s', pruned, nrows, ndiff);
+END $$;
+SET plan_cache_mode = force_generic_plan;
+PREPARE jt_rq(int) AS SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < $1;
+SELECT * FROM join_plan('EXECUTE jt_rq(5000)');
+SELECT jt_start_check('EXECUTE jt_rq(5000)', 'SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < 5000');
+SELECT jt_start_check('EXECUTE jt_rq(12500)', 'SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < 12500');
+SELECT jt_start_check('EXECUTE jt_rq(NULL)', 'SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < NULL');
+-- on another column than the join's (list), LEFT and ANTI, every leaf pruned
+PREPARE jt_oq(int) AS SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_other i ON i.k = o.k AND i.g = $1;
+SELECT jt_start_check('EXECUTE jt_oq(0)', 'SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_other i ON i.k = o.k AND i.g = 0');
+SELECT jt_start_check('EXECUTE jt_oq(2)', 'SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_other i ON i.k = o.k AND i.g = 2');
+SELECT jt_start_check('EXECUTE jt_oq(NULL)', 'SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_other i ON i.k = o.k AND i.g = NULL');
+PREPARE jt_aq(int, int) AS SELECT o.x FROM jt_outer o WHERE NOT EXISTS
+	(SELECT 1 FROM jt_other i WHERE i.k = o.k AND i.g IN ($1, $2));
+SELECT jt_start_check('EXECUTE jt_aq(1, 7)', 'SELECT o.x FROM jt_outer o WHERE NOT EXISTS
+	(SELECT 1 FROM jt_other i WHERE i.k = o.k AND i.g IN (1, 7))');
+-- two levels, the second on another column; keys routed by the first
+PREPARE jt_tq(int, int) AS SELECT o.x, i.v FROM jt_outer o JOIN jt_two i ON i.k = o.k WHERE i.g = $1 AND i.k >= $2;
+SELECT jt_start_check('EXECUTE jt_tq(1, 10000)', 'SELECT o.x, i.v FROM jt_outer o JOIN jt_two i ON i.k = o.k WHERE i.g = 1 AND i.k >= 10000');
+SELECT jt_start_check('EXECUTE jt_tq(5, -100)', 'SELECT o.x, i.v FROM jt_outer o JOIN jt_two i ON i.k = o.k WHERE i.g = 5 AND i.k >= -100');
+DEALLOCATE jt_rq;
+DEALLOCATE jt_oq;
+DEALLOCATE jt_aq;
+DEALLOCATE jt_tq;
+RESET plan_cache_mode;
+
 -- parallel: each process batches its share of the outer rows
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
@@ -189,6 +241,14 @@ SET parallel_leader_participation = off;
 SELECT * FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
 SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_two i ON i.k = o.k');
+-- the workers prune by the parameters they are sent
+SET plan_cache_mode = force_generic_plan;
+PREPARE jt_pq(int) AS SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < $1;
+SELECT * FROM join_plan('EXECUTE jt_pq(5000)', true) WHERE join_plan ~ 'Pruned';
+SELECT count(*) AS parallel_join FROM join_plan('EXECUTE jt_pq(5000)') WHERE join_plan ~ 'Parallel Custom Scan';
+SELECT jt_start_check('EXECUTE jt_pq(5000)', 'SELECT o.x, i.v FROM jt_outer o JOIN jt_range i ON i.k = o.k WHERE i.k < 5000');
+DEALLOCATE jt_pq;
+RESET plan_cache_mode;
 RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

@@ -1119,6 +1119,9 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 							   copyObject(list_nth(ppriv, EYTZ_PATH_PARENT)),
 							   copyObject(list_nth(ppriv, EYTZ_PATH_ROUTE_OPNO)),
 							   copyObject(list_nth(ppriv, EYTZ_PATH_PRUNED))));
+	cscan->custom_private =
+		lappend(cscan->custom_private,
+				OidIsValid(parentoid) ? eytz_join_start_prune_quals(innerrel) : NIL);
 	Assert(list_length(cscan->custom_private) == EYTZ_NUM_PRIV);
 	Assert(list_length(cscan->custom_exprs) == EYTZ_NUM_EXPR);
 	cscan->methods = &eytz_scan_methods;

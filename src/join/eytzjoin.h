@@ -57,6 +57,9 @@ enum EytzScanPrivateIndex
 								 * routed to the leaves by the partition
 								 * key, or 0: every leaf gets every key */
 	EYTZ_PRIV_PRUNED,			/* partitions pruned at plan time */
+	EYTZ_PRIV_START_PRUNE,		/* the partitioned table's restrictions a
+								 * parameter decides (its Vars numbered 1),
+								 * to prune leaves by at the scan's start */
 	EYTZ_NUM_PRIV
 };
 

@@ -247,6 +247,7 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 			j++;
 		}
 	}
+	eytz_join_prune_at_start(st, list_nth(priv, EYTZ_PRIV_START_PRUNE));
 	init_index_only(st, list_nth(priv, EYTZ_PRIV_INDEX_COLUMNS));
 	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_JOINQUAL), ps);
 	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, EYTZ_EXPR_OTHERQUAL), ps);

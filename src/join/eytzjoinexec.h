@@ -168,6 +168,7 @@ typedef struct EytzJoinLeaf
 	EytzLookup *lookup;
 	EytzHeapFetch *hf;
 	bool		inner_direct;
+	bool		pruned;			/* by a parameter, at the scan's start */
 	BlockNumber vm_seen_blocks;
 	/* the current batch's queries routed to it */
 	uint64	   *qlo;
@@ -231,6 +232,8 @@ typedef struct EytzJoinState
 	Oid			parentoid;		/* the partitioned inner table, or 0 */
 	Oid			route_opno;		/* keys routed by the partition key with it */
 	int			npruned;		/* partitions the planner pruned */
+	int			npruned_start;	/* leaves pruned at the start, or -1: no
+								 * parameter decides any */
 	struct EytzPartRoute *route;	/* the router, once made (NULL: none) */
 	uint64	   *rlo;			/* the routed copies of a batch's queries */
 	uint64	   *rhi;
@@ -363,7 +366,8 @@ row_flags(EytzJoinState *st, BatchRow *r)
 	return (bool *) &r->values[st->nouter];
 }
 
-/* eytzjoinleaves.c: a batch's queries for each leaf */
+/* eytzjoinleaves.c: the leaves a parameter prunes; a batch's queries for each leaf */
+extern void eytz_join_prune_at_start(EytzJoinState *st, List *quals);
 extern void eytz_join_route_batch(EytzJoinState *st);
 
 /* eytzjoinfetch.c: the matches of a batch, their inner tuples */

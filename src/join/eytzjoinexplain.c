@@ -245,6 +245,8 @@ eytz_join_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Partitioned Table", name ? name : "?", es);
 		ExplainPropertyInteger("Leaves", NULL, st->nleaves, es);
 		ExplainPropertyInteger("Partitions Pruned", NULL, st->npruned, es);
+		if (st->npruned_start >= 0)
+			ExplainPropertyInteger("Leaves Pruned at Start", NULL, st->npruned_start, es);
 		ExplainPropertyText("Key Routing",
 							OidIsValid(st->route_opno) && st->point_keys &&
 							(st->rcount == NULL || st->route != NULL) ?

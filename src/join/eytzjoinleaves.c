@@ -6,16 +6,27 @@
  *		and each one's index on the join column; the executor's half routes
  *		a batch's keys to the leaves that can hold them (eytzpartroute.h)
  *		where the join column is the partition key, so each key is searched
- *		in one leaf, or gives every leaf every key.
+ *		in one leaf, or gives every leaf every key.  Leaves that the inner
+ *		table's restrictions exclude once their parameters are known (a
+ *		generic plan's $1) are pruned at the scan's start, with PostgreSQL's
+ *		predicate proofs against each leaf's partition constraint.
  */
 #include "postgres.h"
 
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/clauses.h"
 #include "parser/parsetree.h"
 #include "partitioning/partdesc.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
 
 #include "eytzjoinexec.h"
@@ -82,6 +93,123 @@ eytz_join_routable(RelOptInfo *rel, AttrNumber keyattno)
 		return false;
 	expr = linitial(rel->partexprs[0]);
 	return IsA(expr, Var) && ((Var *) expr)->varattno == keyattno;
+}
+
+static bool
+has_extern_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind == PARAM_EXTERN;
+	return expression_tree_walker(node, has_extern_param, context);
+}
+
+/*
+ * The restrictions of partitioned rel that a statement's parameter decides
+ * (the planner prunes by the others itself): no volatile function, no
+ * value of another plan node; their Vars renumbered 1, as in a partition
+ * constraint.  NIL when there are none.
+ */
+List *
+eytz_join_start_prune_quals(RelOptInfo *rel)
+{
+	List	   *quals = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst(lc);
+		Node	   *clause = (Node *) ri->clause;
+
+		if (ri->pseudoconstant || !has_extern_param(clause, NULL) ||
+			contain_volatile_functions(clause) || contain_subplans(clause) ||
+			contain_exec_param(clause, NIL))
+			continue;
+		quals = lappend(quals, copyObject(clause));
+	}
+	if (quals != NIL)
+		ChangeVarNodes((Node *) quals, rel->relid, 1, 0);
+	return quals;
+}
+
+/* A statement parameter's value as a Const (as the planner binds one) */
+static Node *
+bind_params_mutator(Node *node, ParamListInfo params)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN &&
+		params != NULL)
+	{
+		Param	   *param = (Param *) node;
+		ParamExternData fetched;
+		ParamExternData *prm = NULL;
+		int16		typlen;
+		bool		typbyval;
+
+		if (param->paramid > 0 && param->paramid <= params->numParams)
+			prm = params->paramFetch != NULL ?
+				params->paramFetch(params, param->paramid, false, &fetched) :
+				&params->params[param->paramid - 1];
+		if (prm == NULL || prm->ptype != param->paramtype)
+			return (Node *) copyObject(param);
+		get_typlenbyval(param->paramtype, &typlen, &typbyval);
+		return (Node *) makeConst(param->paramtype, param->paramtypmod,
+								  param->paramcollid, (int) typlen,
+								  prm->isnull ? (Datum) 0 :
+								  datumCopy(prm->value, typbyval, typlen),
+								  prm->isnull, typbyval);
+	}
+	return expression_tree_mutator(node, bind_params_mutator, params);
+}
+
+/*
+ * Mark the leaves that the restrictions quals (eytz_join_start_prune_quals),
+ * with this execution's parameters bound, refute the partition constraint
+ * of (ancestors' included): no row of theirs can pass, so no key is
+ * searched there.
+ */
+void
+eytz_join_prune_at_start(EytzJoinState *st, List *quals)
+{
+	EState	   *estate = st->css.ss.ps.state;
+	Relation	parent;
+	List	   *bound;
+	ListCell   *lc;
+	bool		none = false;
+	int			i;
+
+	st->npruned_start = -1;
+	if (quals == NIL || !OidIsValid(st->parentoid))
+		return;
+	st->npruned_start = 0;
+	bound = (List *) bind_params_mutator((Node *) quals, estate->es_param_list_info);
+	bound = (List *) eval_const_expressions(NULL, (Node *) bound);
+	/* a restriction false or NULL for these values: no leaf has a row */
+	foreach(lc, bound)
+	{
+		Const	   *c = lfirst(lc);
+
+		if (IsA(c, Const) && (c->constisnull || !DatumGetBool(c->constvalue)))
+			none = true;
+	}
+	parent = table_open(st->parentoid, AccessShareLock);
+	for (i = 0; i < st->nleaves; i++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[i];
+		Relation	rel = table_open(leaf->heapoid, AccessShareLock);
+		List	   *constraint = RelationGetPartitionQual(rel);
+
+		leaf->pruned = none || (constraint != NIL &&
+								predicate_refuted_by(constraint,
+													 map_partition_varattnos(copyObject(bound), 1,
+																			 rel, parent),
+													 false));
+		st->npruned_start += leaf->pruned;
+		table_close(rel, NoLock);
+	}
+	table_close(parent, NoLock);
 }
 
 /*
@@ -164,7 +292,7 @@ eytz_join_route_batch(EytzJoinState *st)
 			st->leaves[i].qlo = st->qlo;
 			st->leaves[i].qhi = st->qhi;
 			st->leaves[i].qrow = st->qrow;
-			st->leaves[i].nq = st->nq;
+			st->leaves[i].nq = st->leaves[i].pruned ? 0 : st->nq;
 		}
 		return;
 	}
@@ -216,6 +344,8 @@ eytz_join_route_batch(EytzJoinState *st)
 		{
 			EytzJoinLeaf *leaf = &st->leaves[targets[i]];
 
+			if (leaf->pruned)
+				continue;
 			leaf->qlo[leaf->nq] = st->qlo[q];
 			leaf->qhi[leaf->nq] = st->qhi[q];
 			leaf->qrow[leaf->nq] = st->qrow[q];

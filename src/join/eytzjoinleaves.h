@@ -15,5 +15,6 @@ extern bool eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel,
 									 List **leaves, int *npruned);
 extern AttrNumber eytz_join_leaf_attno(Oid parent, AttrNumber attno, Oid leaf);
 extern bool eytz_join_routable(RelOptInfo *rel, AttrNumber keyattno);
+extern List *eytz_join_start_prune_quals(RelOptInfo *rel);
 
 #endif							/* EYTZJOINLEAVES_H */
