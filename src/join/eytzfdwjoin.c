@@ -33,16 +33,11 @@
 
 #include <math.h>
 
-#include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
-#include "commands/explain.h"
-#include "executor/executor.h"
-#include "executor/nodeCustom.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
-#include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -54,21 +49,16 @@
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
-#include "partitioning/partdesc.h"
-#include "portability/instr_time.h"
-#include "utils/array.h"
-#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/selfuncs.h"
-#include "utils/sortsupport.h"
 #include "utils/typcache.h"
 
 #include "eytzcompat.h"
+#include "eytzfdwjoin.h"
 #include "eytzjoin.h"
-#include "eytzpartroute.h"
+#include "eytzjoinleaves.h"
+#include "eytzjoinplan.h"
 
 static bool eytz_enable_foreign_join = true;
 static int	eytz_foreign_batch_size = 65536;
@@ -93,36 +83,9 @@ enum FdwPathPrivateIndex
 	FJ_PATH_KEY_ATTNO			/* the key column of the partitioned table */
 };
 
-/* The CustomScan's custom_private */
-enum FdwScanPrivateIndex
-{
-	FJ_PRIV_JOINTYPE,
-	FJ_PRIV_NOUTER,
-	FJ_PRIV_KEY_COL,
-	FJ_PRIV_KEYTYPE,
-	FJ_PRIV_COLLATION,
-	FJ_PRIV_EQ_OPNO,
-	FJ_PRIV_PARENT_OID,
-	FJ_PRIV_KEY_ATTNO,
-	FJ_PRIV_PARAMIDS,
-	FJ_PRIV_LEAF_OIDS,
-	FJ_PRIV_BATCH_SIZE,
-	FJ_NUM_PRIV
-};
-
-/* The CustomScan's custom_exprs */
-enum FdwScanExprIndex
-{
-	FJ_EXPR_OUTER_KEY,
-	FJ_EXPR_JOINQUAL,
-	FJ_EXPR_OTHERQUAL,
-	FJ_NUM_EXPR
-};
-
 static Plan *fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel,
 							   CustomPath *best_path, List *tlist,
 							   List *clauses, List *custom_plans);
-static Node *fdwjoin_create_scan_state(CustomScan *cscan);
 
 static const CustomPathMethods fdwjoin_path_methods = {
 	.CustomName = "EytzGPU Foreign Join",
@@ -131,13 +94,8 @@ static const CustomPathMethods fdwjoin_path_methods = {
 
 static const CustomScanMethods fdwjoin_scan_methods = {
 	.CustomName = "EytzGPU Foreign Join",
-	.CreateCustomScanState = fdwjoin_create_scan_state,
+	.CreateCustomScanState = eytz_fdwjoin_create_scan_state,
 };
-
-/* ---------------------------------------------------------------------
- * Planner
- * ---------------------------------------------------------------------
- */
 
 /* The key clause: "inner.key = outer_expr", one type, its default equality */
 typedef struct FdwKeyClause
@@ -150,14 +108,6 @@ typedef struct FdwKeyClause
 	Oid			collation;
 	Oid			eq_opno;
 } FdwKeyClause;
-
-static Node *
-strip_relabel(Node *node)
-{
-	while (node && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node;
-}
 
 static bool
 match_key_clause(RestrictInfo *rinfo, RelOptInfo *outerrel, RelOptInfo *innerrel,
@@ -180,7 +130,7 @@ match_key_clause(RestrictInfo *rinfo, RelOptInfo *outerrel, RelOptInfo *innerrel
 	relids[1] = rinfo->right_relids;
 	for (side = 0; side < 2; side++)
 	{
-		Node	   *inner = strip_relabel(args[side]);
+		Node	   *inner = eytz_strip_relabel(args[side]);
 		Node	   *other = args[1 - side];
 		Relids		other_relids = relids[1 - side];
 
@@ -207,41 +157,6 @@ match_key_clause(RestrictInfo *rinfo, RelOptInfo *outerrel, RelOptInfo *innerrel
 		return true;
 	}
 	return false;
-}
-
-/*
- * The leaves of partitioned rel: false if one is not a foreign table (a
- * pruned or empty one is left out)
- */
-static bool
-collect_foreign_leaves(PlannerInfo *root, RelOptInfo *rel, List **leaves)
-{
-	ListCell   *lc;
-
-	foreach(lc, root->append_rel_list)
-	{
-		AppendRelInfo *appinfo = lfirst(lc);
-		RelOptInfo *child;
-		RangeTblEntry *crte;
-
-		if (appinfo->parent_relid != rel->relid)
-			continue;
-		child = root->simple_rel_array[appinfo->child_relid];
-		if (child == NULL || IS_DUMMY_REL(child))
-			continue;
-		crte = planner_rt_fetch(appinfo->child_relid, root);
-		if (crte->inh)
-		{
-			if (!collect_foreign_leaves(root, child, leaves))
-				return false;
-			continue;
-		}
-		if (crte->relkind != RELKIND_FOREIGN_TABLE || child->fdwroutine == NULL ||
-			!bms_is_empty(child->lateral_relids))
-			return false;
-		*leaves = lappend(*leaves, child);
-	}
-	return true;
 }
 
 static bool
@@ -470,6 +385,7 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *joinquals = NIL;
 	List	   *otherquals = NIL;
 	List	   *leaves = NIL;
+	int			npruned = 0;
 	List	   *inner_vars = NIL;
 	List	   *leaf_plans = NIL;
 	List	   *paramids = NIL;
@@ -486,16 +402,9 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 
 	if (!eytz_enable_join || !eytz_enable_foreign_join)
 		return;
-	/* row marks: a recheck (EvalPlanQual) could not run a batch again */
-	if (root->rowMarks != NIL || root->parse->resultRelation == (int) innerrel->relid)
+	rte = eytz_join_inner_rte(root, innerrel, jointype);
+	if (rte == NULL)
 		return;
-	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
-		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
-		return;
-	if (!IS_SIMPLE_REL(innerrel) || innerrel->rtekind != RTE_RELATION ||
-		!bms_is_empty(innerrel->lateral_relids))
-		return;
-	rte = planner_rt_fetch(innerrel->relid, root);
 	if (rte->relkind == RELKIND_FOREIGN_TABLE && !rte->inh)
 	{
 		if (innerrel->fdwroutine == NULL)
@@ -504,13 +413,14 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 	else if (rte->relkind == RELKIND_PARTITIONED_TABLE && rte->inh)
 	{
-		if (!collect_foreign_leaves(root, innerrel, &leaves) || leaves == NIL)
+		if (!eytz_join_collect_leaves(root, innerrel, RELKIND_FOREIGN_TABLE, &leaves,
+									  &npruned) || leaves == NIL)
 			return;
 	}
 	else
 		return;
-	outer_path = outerrel->cheapest_total_path;
-	if (outer_path == NULL || PATH_REQ_OUTER(outer_path) != NULL)
+	outer_path = eytz_join_outer_path(outerrel);
+	if (outer_path == NULL)
 		return;
 
 	/* the inner side provides plain columns only */
@@ -528,19 +438,15 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			return;
 	}
 
-	foreach(lc, extra->restrictlist)
+	if (!eytz_join_split_quals(joinrel, jointype, extra->restrictlist,
+							   &joinquals, &otherquals))
+		return;
+	foreach(lc, joinquals)
 	{
-		RestrictInfo *rinfo = lfirst(lc);
-
-		if (rinfo->pseudoconstant)
-			return;
-		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(rinfo, joinrel->relids))
-			otherquals = lappend(otherquals, rinfo);
-		else
+		if (match_key_clause(lfirst(lc), outerrel, innerrel, &kc))
 		{
-			if (!have_key)
-				have_key = match_key_clause(rinfo, outerrel, innerrel, &kc);
-			joinquals = lappend(joinquals, rinfo);
+			have_key = true;
+			break;
 		}
 	}
 	if (!have_key)
@@ -612,22 +518,7 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		inner_plan = &append->plan;
 	}
 
-	cpath = makeNode(CustomPath);
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = joinrel;
-	cpath->path.pathtarget = joinrel->reltarget;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.rows = joinrel->rows;
-	cpath->path.pathkeys = NIL;
-	/*
-	 * no CUSTOMPATH_SUPPORT_PROJECTION: a target list set after
-	 * PlanCustomPath would not match custom_scan_tlist's nulling marks (16+)
-	 */
-	cpath->flags = 0;
-	cpath->custom_paths = list_make1(outer_path);
+	cpath = eytz_join_new_path(joinrel, outer_path, false, &fdwjoin_path_methods);
 	/* in the order of FdwPathPrivateIndex */
 	cpath->custom_private = list_make5(makeInteger(jointype), kc.outer_expr,
 									   joinquals, otherquals, inner_plan);
@@ -641,44 +532,26 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 												   makeInteger(rte->relkind == RELKIND_PARTITIONED_TABLE ?
 															   (int) rte->relid : 0),
 												   makeInteger(kc.inner_var->varattno)));
-	cpath->methods = &fdwjoin_path_methods;
 	cost_fdw_join(root, cpath, outer_path, innerrel, leaves, &kc, joinquals, otherquals);
 	add_path(joinrel, &cpath->path);
-}
-
-static List *
-clause_exprs(List *rinfos)
-{
-	List	   *res = NIL;
-	ListCell   *lc;
-
-	foreach(lc, rinfos)
-		res = lappend(res, ((RestrictInfo *) lfirst(lc))->clause);
-	return res;
 }
 
 static Plan *
 fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 				  List *tlist, List *clauses, List *custom_plans)
 {
-	CustomScan *cscan = makeNode(CustomScan);
-	Plan	   *outer_plan = linitial(custom_plans);
 	List	   *ppriv = best_path->custom_private;
 	Plan	   *inner_plan = list_nth(ppriv, FJ_PATH_INNER_PLAN);
-	List	   *scan_tlist = NIL;
+	CustomScan *cscan;
+	List	   *scan_tlist;
 	List	   *tlist_vars;
 	ListCell   *lc;
-	int			resno = 1;
 	int			nouter;
 
-	foreach(lc, outer_plan->targetlist)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry(copyObject(tle->expr), resno++, NULL, false));
-	}
-	nouter = resno - 1;
+	cscan = eytz_join_new_scan(best_path, tlist,
+							   list_make2(linitial(custom_plans), inner_plan),
+							   &nouter, &fdwjoin_scan_methods);
+	scan_tlist = cscan->custom_scan_tlist;
 	/*
 	 * then the inner plan's columns (the inner rel's), each as the target
 	 * list reads it: above an outer join, marked nulled by it (16+), which
@@ -703,24 +576,20 @@ fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			}
 		}
 		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) copyObject(var), resno++, NULL, false));
+							 makeTargetEntry((Expr *) copyObject(var),
+											 list_length(scan_tlist) + 1, NULL, false));
 	}
+	cscan->custom_scan_tlist = scan_tlist;
 
 	/* the array params are set by this node: valid below it (see the top) */
 	foreach(lc, (List *) list_nth(ppriv, FJ_PATH_PARAMIDS))
 		root->outer_params = bms_add_member(root->outer_params, lfirst_int(lc));
 
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = NIL;
-	cscan->scan.scanrelid = 0;
-	cscan->flags = best_path->flags;
-	cscan->custom_plans = list_make2(outer_plan, inner_plan);
-	cscan->custom_scan_tlist = scan_tlist;
 	/* in the order of FdwScanExprIndex */
 	cscan->custom_exprs = (List *)
 		eytz_match_scan_tlist((Node *) list_make3(list_nth(ppriv, FJ_PATH_OUTER_KEY),
-												  clause_exprs(list_nth(ppriv, FJ_PATH_JOINQUALS)),
-												  clause_exprs(list_nth(ppriv, FJ_PATH_OTHERQUALS))),
+												  eytz_clause_exprs(list_nth(ppriv, FJ_PATH_JOINQUALS)),
+												  eytz_clause_exprs(list_nth(ppriv, FJ_PATH_OTHERQUALS))),
 							  scan_tlist);
 	/* in the order of FdwScanPrivateIndex */
 	cscan->custom_private =
@@ -739,640 +608,7 @@ fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeInteger(eytz_foreign_batch_size));
 	Assert(list_length(cscan->custom_private) == FJ_NUM_PRIV);
-	cscan->methods = &fdwjoin_scan_methods;
 	return &cscan->scan.plan;
-}
-
-/* ---------------------------------------------------------------------
- * Executor
- * ---------------------------------------------------------------------
- */
-
-/* A leaf of the inner side and what it did (EXPLAIN ANALYZE) */
-typedef struct FdwLeafState
-{
-	int			paramid;
-	PlanState  *ps;				/* its ForeignScan */
-	char	   *name;			/* "server.table" */
-	uint64		queries;
-	uint64		keys_sent;
-	uint64		rows;
-	/* this batch's keys */
-	Datum	   *keys;
-	int			nkeys;
-} FdwLeafState;
-
-typedef enum FdwJoinPhase
-{
-	FJ_FILL,					/* read the next batch */
-	FJ_PROBE,					/* match the inner rows with the batch */
-	FJ_UNMATCHED,				/* LEFT, ANTI: the batch's unmatched rows */
-	FJ_DONE
-} FdwJoinPhase;
-
-typedef struct FdwJoinState
-{
-	CustomScanState css;
-	PlanState  *outer_ps;
-	PlanState  *inner_ps;
-	JoinType	jointype;
-	int			nouter;
-	int			ninner;
-	int			key_col;
-	int			batch_size;
-	ExprState  *outer_key;
-	ExprState  *joinqual;
-	ExprState  *otherqual;
-	Oid			collation;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Oid			keytype;
-	SortSupportData sortsup;	/* the key type's default order */
-	FmgrInfo	hash_finfo;
-	int			nleaves;
-	FdwLeafState *leaves;
-	EytzPartRoute *route;
-	TupleTableSlot *outer_mslot;	/* a batch row */
-	MemoryContext batch_cxt;
-
-	/* the batch */
-	int			nrows;
-	int			maxrows;
-	MinimalTuple *rows;
-	Datum	   *keys;
-	bool	   *keynull;
-	bool	   *matched;
-	int		   *next_same;		/* rows of one key */
-	int			ndistinct;
-	Datum	   *dkeys;			/* sorted */
-	int		   *dfirst;
-	int		   *dnext;			/* hash chains */
-	int		   *buckets;
-	uint32		mask;
-	bool		outer_done;
-
-	/* where the output is */
-	FdwJoinPhase phase;
-	TupleTableSlot *inner_slot;
-	int			cur_row;
-	int			last_leaf;
-
-	/* EXPLAIN ANALYZE */
-	uint64		batches;
-	uint64		outer_rows;
-	uint64		distinct_keys;
-	double		wait_ms;
-} FdwJoinState;
-
-static void fdwjoin_begin(CustomScanState *node, EState *estate, int eflags);
-static TupleTableSlot *fdwjoin_exec(CustomScanState *node);
-static void fdwjoin_end(CustomScanState *node);
-static void fdwjoin_rescan(CustomScanState *node);
-static void fdwjoin_explain(CustomScanState *node, List *ancestors, ExplainState *es);
-
-static const CustomExecMethods fdwjoin_exec_methods = {
-	.CustomName = "EytzGPU Foreign Join",
-	.BeginCustomScan = fdwjoin_begin,
-	.ExecCustomScan = fdwjoin_exec,
-	.EndCustomScan = fdwjoin_end,
-	.ReScanCustomScan = fdwjoin_rescan,
-	.ExplainCustomScan = fdwjoin_explain,
-};
-
-static Node *
-fdwjoin_create_scan_state(CustomScan *cscan)
-{
-	FdwJoinState *st = (FdwJoinState *) newNode(sizeof(FdwJoinState), T_CustomScanState);
-
-	st->css.methods = &fdwjoin_exec_methods;
-	return (Node *) st;
-}
-
-static void
-fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
-{
-	FdwJoinState *st = (FdwJoinState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *priv = cscan->custom_private;
-	List	   *paramids = list_nth(priv, FJ_PRIV_PARAMIDS);
-	List	   *leaf_oids = list_nth(priv, FJ_PRIV_LEAF_OIDS);
-	Oid			parent_oid = (Oid) intVal(list_nth(priv, FJ_PRIV_PARENT_OID));
-	TypeCacheEntry *tc;
-	PlanState **leaf_ps;
-	int			i;
-
-	st->jointype = (JoinType) intVal(list_nth(priv, FJ_PRIV_JOINTYPE));
-	st->nouter = intVal(list_nth(priv, FJ_PRIV_NOUTER));
-	st->key_col = intVal(list_nth(priv, FJ_PRIV_KEY_COL));
-	st->keytype = (Oid) intVal(list_nth(priv, FJ_PRIV_KEYTYPE));
-	st->collation = (Oid) intVal(list_nth(priv, FJ_PRIV_COLLATION));
-	st->batch_size = intVal(list_nth(priv, FJ_PRIV_BATCH_SIZE));
-	st->outer_ps = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
-	st->inner_ps = ExecInitNode(lsecond(cscan->custom_plans), estate, eflags);
-	node->custom_ps = list_make2(st->outer_ps, st->inner_ps);
-	st->ninner = list_length(lsecond_node(Plan, cscan->custom_plans)->targetlist);
-
-	st->outer_key = ExecInitExpr(list_nth(cscan->custom_exprs, FJ_EXPR_OUTER_KEY),
-								 &node->ss.ps);
-	st->joinqual = ExecInitQual(list_nth(cscan->custom_exprs, FJ_EXPR_JOINQUAL),
-								&node->ss.ps);
-	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, FJ_EXPR_OTHERQUAL),
-								 &node->ss.ps);
-
-	tc = lookup_type_cache(st->keytype, TYPECACHE_LT_OPR | TYPECACHE_HASH_PROC_FINFO);
-	st->sortsup.ssup_cxt = CurrentMemoryContext;
-	st->sortsup.ssup_collation = st->collation;
-	PrepareSortSupportFromOrderingOp(tc->lt_opr, &st->sortsup);
-	fmgr_info_copy(&st->hash_finfo, &tc->hash_proc_finfo, CurrentMemoryContext);
-	get_typlenbyvalalign(st->keytype, &st->typlen, &st->typbyval, &st->typalign);
-
-	st->outer_mslot = MakeSingleTupleTableSlot(ExecGetResultType(st->outer_ps),
-											   &TTSOpsMinimalTuple);
-	st->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "EytzGPU Foreign Join batch",
-										  ALLOCSET_DEFAULT_SIZES);
-
-	/* the leaves' ForeignScans, in the plan's order (a lone one: no Append) */
-	st->nleaves = list_length(paramids);
-	st->leaves = palloc0(sizeof(FdwLeafState) * st->nleaves);
-	if (IsA(st->inner_ps, AppendState))
-	{
-		AppendState *as = (AppendState *) st->inner_ps;
-
-		Assert(as->as_nplans == st->nleaves);
-		leaf_ps = as->appendplans;
-	}
-	else
-		leaf_ps = &st->inner_ps;
-	for (i = 0; i < st->nleaves; i++)
-	{
-		Oid			relid = list_nth_oid(leaf_oids, i);
-		ForeignTable *ft = GetForeignTable(relid);
-
-		st->leaves[i].paramid = list_nth_int(paramids, i);
-		st->leaves[i].ps = leaf_ps[i];
-		st->leaves[i].name = psprintf("%s.%s", GetForeignServer(ft->serverid)->servername,
-									  get_rel_name(relid));
-	}
-
-	/* keys go to the leaves that can hold them, where the partition key says */
-	if (OidIsValid(parent_oid) && st->nleaves > 1)
-	{
-		Relation	parent = table_open(parent_oid, AccessShareLock);
-
-		if (estate->es_partition_directory == NULL)
-			estate->es_partition_directory =
-				CreatePartitionDirectory(estate->es_query_cxt, !IsolationUsesXactSnapshot());
-		st->route = eytz_partroute_create(estate->es_partition_directory, parent,
-										  (AttrNumber) intVal(list_nth(priv, FJ_PRIV_KEY_ATTNO)),
-										  (Oid) intVal(list_nth(priv, FJ_PRIV_EQ_OPNO)),
-										  st->keytype, st->collation, leaf_oids);
-		table_close(parent, NoLock);
-	}
-	st->phase = FJ_FILL;
-	st->last_leaf = 0;
-}
-
-static int
-key_cmp(const void *a, const void *b, void *arg)
-{
-	FdwJoinState *st = arg;
-
-	return ApplySortComparator(st->keys[*(const int *) a], false,
-							   st->keys[*(const int *) b], false, &st->sortsup);
-}
-
-static uint32
-key_hash(FdwJoinState *st, Datum key)
-{
-	return DatumGetUInt32(FunctionCall1Coll(&st->hash_finfo, st->collation, key));
-}
-
-/* The scan tuple of an outer tuple and an inner one (or none) */
-static TupleTableSlot *
-form_scan_tuple(FdwJoinState *st, TupleTableSlot *outer, TupleTableSlot *inner)
-{
-	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
-	int			i;
-
-	ExecClearTuple(scan);
-	slot_getallattrs(outer);
-	memcpy(scan->tts_values, outer->tts_values, sizeof(Datum) * st->nouter);
-	memcpy(scan->tts_isnull, outer->tts_isnull, sizeof(bool) * st->nouter);
-	if (inner != NULL)
-	{
-		slot_getallattrs(inner);
-		memcpy(scan->tts_values + st->nouter, inner->tts_values, sizeof(Datum) * st->ninner);
-		memcpy(scan->tts_isnull + st->nouter, inner->tts_isnull, sizeof(bool) * st->ninner);
-	}
-	else
-		for (i = 0; i < st->ninner; i++)
-			scan->tts_isnull[st->nouter + i] = true;
-	return ExecStoreVirtualTuple(scan);
-}
-
-/* The scan tuple of batch row r and an inner tuple (or none) */
-static TupleTableSlot *
-form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
-{
-	return form_scan_tuple(st, ExecStoreMinimalTuple(st->rows[r], st->outer_mslot, false),
-						   inner);
-}
-
-/* Append a row to the batch, growing its arrays */
-static void
-batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
-{
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-	int			r = st->nrows;
-	Datum		key;
-	bool		isnull;
-
-	if (r == st->maxrows)
-	{
-		int			n = Max(1024, st->maxrows * 2);
-
-		if (st->maxrows == 0)
-		{
-			st->rows = palloc(sizeof(MinimalTuple) * n);
-			st->keys = palloc(sizeof(Datum) * n);
-			st->keynull = palloc(sizeof(bool) * n);
-		}
-		else
-		{
-			st->rows = repalloc(st->rows, sizeof(MinimalTuple) * n);
-			st->keys = repalloc(st->keys, sizeof(Datum) * n);
-			st->keynull = repalloc(st->keynull, sizeof(bool) * n);
-		}
-		st->maxrows = n;
-	}
-	st->rows[r] = ExecCopySlotMinimalTuple(outer);
-	econtext->ecxt_scantuple = form_scan_tuple(st, outer, NULL);
-	key = ExecEvalExprSwitchContext(st->outer_key, econtext, &isnull);
-	st->keynull[r] = isnull;
-	st->keys[r] = isnull ? (Datum) 0 : datumCopy(key, st->typbyval, st->typlen);
-	ResetExprContext(econtext);
-	st->nrows++;
-}
-
-/*
- * Read the next batch of outer rows, group their keys and send them to the
- * leaves: false when the outer side has no more rows
- */
-static bool
-fill_batch(FdwJoinState *st)
-{
-	Size		mem_limit = get_hash_memory_limit();
-	MemoryContext old;
-	int		   *order;
-	int			nkeyed = 0;
-	int			i,
-				d;
-	Bitmapset  *changed = NULL;
-
-	if (st->outer_done)
-		return false;
-	MemoryContextReset(st->batch_cxt);
-	st->nrows = st->maxrows = 0;
-	while (st->nrows < st->batch_size &&
-		   MemoryContextMemAllocated(st->batch_cxt, true) < mem_limit)
-	{
-		TupleTableSlot *outer = ExecProcNode(st->outer_ps);
-
-		if (TupIsNull(outer))
-		{
-			st->outer_done = true;
-			break;
-		}
-		old = MemoryContextSwitchTo(st->batch_cxt);
-		batch_add_row(st, outer);
-		MemoryContextSwitchTo(old);
-	}
-	if (st->nrows == 0)
-		return false;
-	old = MemoryContextSwitchTo(st->batch_cxt);
-	st->batches++;
-	st->outer_rows += st->nrows;
-	st->matched = palloc0(sizeof(bool) * st->nrows);
-	st->next_same = palloc(sizeof(int) * st->nrows);
-
-	/* the distinct keys, sorted, each with its rows */
-	order = palloc(sizeof(int) * st->nrows);
-	for (i = 0; i < st->nrows; i++)
-		if (!st->keynull[i])
-			order[nkeyed++] = i;
-	qsort_arg(order, nkeyed, sizeof(int), key_cmp, st);
-	st->dkeys = palloc(sizeof(Datum) * Max(nkeyed, 1));
-	st->dfirst = palloc(sizeof(int) * Max(nkeyed, 1));
-	st->ndistinct = 0;
-	for (i = 0; i < nkeyed; i++)
-	{
-		int			r = order[i];
-
-		if (i > 0 && key_cmp(&order[i - 1], &order[i], st) == 0)
-		{
-			st->next_same[r] = st->dfirst[st->ndistinct - 1];
-			st->dfirst[st->ndistinct - 1] = r;
-			continue;
-		}
-		st->dkeys[st->ndistinct] = st->keys[r];
-		st->dfirst[st->ndistinct] = r;
-		st->next_same[r] = -1;
-		st->ndistinct++;
-	}
-	st->distinct_keys += st->ndistinct;
-
-	/* the hash of the distinct keys */
-	st->mask = 1;
-	while (st->mask < (uint32) st->ndistinct * 2)
-		st->mask <<= 1;
-	st->buckets = palloc(sizeof(int) * st->mask);
-	memset(st->buckets, -1, sizeof(int) * st->mask);
-	st->mask--;
-	st->dnext = palloc(sizeof(int) * Max(st->ndistinct, 1));
-	for (d = 0; d < st->ndistinct; d++)
-	{
-		uint32		b = key_hash(st, st->dkeys[d]) & st->mask;
-
-		st->dnext[d] = st->buckets[b];
-		st->buckets[b] = d;
-	}
-
-	if (st->ndistinct == 0)
-	{
-		MemoryContextSwitchTo(old);
-		return true;
-	}
-
-	/* the keys of each leaf, in sorted order */
-	if (st->route != NULL)
-	{
-		for (i = 0; i < st->nleaves; i++)
-		{
-			st->leaves[i].keys = palloc(sizeof(Datum) * st->ndistinct);
-			st->leaves[i].nkeys = 0;
-		}
-		for (d = 0; d < st->ndistinct; d++)
-		{
-			const int  *targets;
-			int			n = eytz_partroute_find(st->route, st->dkeys[d], &targets);
-
-			for (i = 0; i < n; i++)
-			{
-				FdwLeafState *leaf = &st->leaves[targets[i]];
-
-				leaf->keys[leaf->nkeys++] = st->dkeys[d];
-			}
-		}
-	}
-	else
-		for (i = 0; i < st->nleaves; i++)
-		{
-			st->leaves[i].keys = st->dkeys;
-			st->leaves[i].nkeys = st->ndistinct;
-		}
-
-	/* one array parameter per leaf: each leaf's query is sent once */
-	for (i = 0; i < st->nleaves; i++)
-	{
-		FdwLeafState *leaf = &st->leaves[i];
-		ParamExecData *prm = &st->css.ss.ps.state->es_param_exec_vals[leaf->paramid];
-		ArrayType  *arr = construct_array(leaf->keys, leaf->nkeys, st->keytype,
-										  st->typlen, st->typbyval, st->typalign);
-
-		prm->execPlan = NULL;
-		prm->value = PointerGetDatum(arr);
-		prm->isnull = false;
-		changed = bms_add_member(changed, leaf->paramid);
-		leaf->queries++;
-		leaf->keys_sent += leaf->nkeys;
-	}
-	MemoryContextSwitchTo(old);
-	st->inner_ps->chgParam = bms_join(st->inner_ps->chgParam, changed);
-	return true;
-}
-
-/* The leaf whose ForeignScan returned slot */
-static int
-leaf_of_slot(FdwJoinState *st, TupleTableSlot *slot)
-{
-	int			i;
-
-	for (i = 0; i < st->nleaves; i++)
-	{
-		int			l = (st->last_leaf + i) % st->nleaves;
-		PlanState  *ps = st->leaves[l].ps;
-
-		if (slot == ps->ps_ResultTupleSlot || slot == ((ScanState *) ps)->ss_ScanTupleSlot)
-		{
-			st->last_leaf = l;
-			return l;
-		}
-	}
-	return -1;
-}
-
-/* The next inner row of the batch that has rows to match: false at the end */
-static bool
-next_inner_row(FdwJoinState *st)
-{
-	for (;;)
-	{
-		instr_time	t0,
-					t1;
-		TupleTableSlot *inner;
-		Datum		key;
-		bool		isnull;
-		int			d;
-		int			l;
-
-		INSTR_TIME_SET_CURRENT(t0);
-		inner = ExecProcNode(st->inner_ps);
-		INSTR_TIME_SET_CURRENT(t1);
-		INSTR_TIME_SUBTRACT(t1, t0);
-		st->wait_ms += INSTR_TIME_GET_MILLISEC(t1);
-		if (TupIsNull(inner))
-			return false;
-		l = leaf_of_slot(st, inner);
-		if (l >= 0)
-			st->leaves[l].rows++;
-		key = slot_getattr(inner, st->key_col, &isnull);
-		if (isnull)
-			continue;
-		for (d = st->buckets[key_hash(st, key) & st->mask]; d >= 0; d = st->dnext[d])
-		{
-			if (ApplySortComparator(st->dkeys[d], false, key, false, &st->sortsup) == 0)
-				break;
-		}
-		if (d < 0)
-			continue;
-		st->inner_slot = inner;
-		st->cur_row = st->dfirst[d];
-		return true;
-	}
-}
-
-static TupleTableSlot *
-project(FdwJoinState *st)
-{
-	ProjectionInfo *proj = st->css.ss.ps.ps_ProjInfo;
-
-	if (proj == NULL)
-		return st->css.ss.ss_ScanTupleSlot;
-	return ExecProject(proj);
-}
-
-static TupleTableSlot *
-fdwjoin_exec(CustomScanState *node)
-{
-	FdwJoinState *st = (FdwJoinState *) node;
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-		ResetExprContext(econtext);
-		switch (st->phase)
-		{
-			case FJ_FILL:
-				if (!fill_batch(st))
-				{
-					st->phase = FJ_DONE;
-					break;
-				}
-				st->cur_row = -1;
-				st->phase = st->ndistinct > 0 ? FJ_PROBE : FJ_UNMATCHED;
-				break;
-
-			case FJ_PROBE:
-				if (st->cur_row < 0)
-				{
-					if (!next_inner_row(st))
-					{
-						st->cur_row = 0;
-						st->phase = FJ_UNMATCHED;
-						break;
-					}
-				}
-				while (st->cur_row >= 0)
-				{
-					int			r = st->cur_row;
-
-					st->cur_row = st->next_same[r];
-					if (st->matched[r] &&
-						(st->jointype == JOIN_SEMI || st->jointype == JOIN_ANTI))
-						continue;
-					econtext->ecxt_scantuple = form_batch_scan_tuple(st, r, st->inner_slot);
-					if (st->joinqual && !ExecQual(st->joinqual, econtext))
-					{
-						ResetExprContext(econtext);
-						continue;
-					}
-					st->matched[r] = true;
-					if (st->jointype == JOIN_ANTI)
-						continue;
-					if (st->otherqual && !ExecQual(st->otherqual, econtext))
-					{
-						ResetExprContext(econtext);
-						continue;
-					}
-					return project(st);
-				}
-				break;
-
-			case FJ_UNMATCHED:
-				if (st->cur_row < 0)
-					st->cur_row = 0;
-				if (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI)
-				{
-					while (st->cur_row < st->nrows)
-					{
-						int			r = st->cur_row++;
-
-						if (st->matched[r])
-							continue;
-						econtext->ecxt_scantuple = form_batch_scan_tuple(st, r, NULL);
-						if (st->otherqual && !ExecQual(st->otherqual, econtext))
-						{
-							ResetExprContext(econtext);
-							continue;
-						}
-						return project(st);
-					}
-				}
-				st->phase = FJ_FILL;
-				break;
-
-			case FJ_DONE:
-				return NULL;
-		}
-	}
-}
-
-static void
-fdwjoin_end(CustomScanState *node)
-{
-	FdwJoinState *st = (FdwJoinState *) node;
-
-	ExecEndNode(st->outer_ps);
-	ExecEndNode(st->inner_ps);
-	ExecDropSingleTupleTableSlot(st->outer_mslot);
-	MemoryContextDelete(st->batch_cxt);
-}
-
-static void
-fdwjoin_rescan(CustomScanState *node)
-{
-	FdwJoinState *st = (FdwJoinState *) node;
-
-	if (st->outer_ps->chgParam == NULL)
-		ExecReScan(st->outer_ps);
-	st->outer_done = false;
-	st->phase = FJ_FILL;
-	st->nrows = 0;
-	/* the inner side is rescanned by the next batch's params */
-}
-
-static void
-fdwjoin_explain(CustomScanState *node, List *ancestors, ExplainState *es)
-{
-	FdwJoinState *st = (FdwJoinState *) node;
-	int			i;
-
-	ExplainPropertyInteger("Batch Size", NULL, st->batch_size, es);
-	ExplainPropertyText("Key Routing",
-						st->nleaves == 1 ? "one table" :
-						st->route != NULL ? "partition key" : "every leaf", es);
-	if (!es->analyze)
-		return;
-	ExplainPropertyUInteger("Batches", NULL, st->batches, es);
-	ExplainPropertyUInteger("Outer Rows", NULL, st->outer_rows, es);
-	ExplainPropertyUInteger("Distinct Keys", NULL, st->distinct_keys, es);
-	if (es->timing)
-		ExplainPropertyFloat("Remote Wait", "ms", st->wait_ms, 3, es);
-	for (i = 0; i < st->nleaves; i++)
-	{
-		FdwLeafState *leaf = &st->leaves[i];
-
-		if (es->format == EXPLAIN_FORMAT_TEXT)
-		{
-			char	   *label = psprintf("Shard %s", leaf->name);
-
-			ExplainPropertyText(label,
-								psprintf("round trips=" UINT64_FORMAT " keys sent=" UINT64_FORMAT
-										 " rows=" UINT64_FORMAT,
-										 leaf->queries, leaf->keys_sent, leaf->rows), es);
-		}
-		else
-		{
-			ExplainOpenGroup("Shard", NULL, true, es);
-			ExplainPropertyText("Shard", leaf->name, es);
-			ExplainPropertyUInteger("Round Trips", NULL, leaf->queries, es);
-			ExplainPropertyUInteger("Keys Sent", NULL, leaf->keys_sent, es);
-			ExplainPropertyUInteger("Rows Returned", NULL, leaf->rows, es);
-			ExplainCloseGroup("Shard", NULL, true, es);
-		}
-	}
 }
 
 void

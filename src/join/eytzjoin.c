@@ -25,15 +25,11 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "access/stratnum.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_operator.h"
 #include "commands/defrem.h"
-#include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -42,28 +38,20 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
-#include "optimizer/planmain.h"
-#include "optimizer/restrictinfo.h"
-#include "optimizer/tlist.h"
-#include "portability/instr_time.h"
-#include "storage/pg_shmem.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/selfuncs.h"
-#include "utils/spccache.h"
 #include "utils/syscache.h"
 
 #include "eytzcompat.h"
 #include "eytzimage.h"
 #include "eytzjoin.h"
 #include "eytzjoinleaves.h"
-#include "eytzlookup.h"
+#include "eytzjoinplan.h"
 #include "eytzouter.h"
 
 bool		eytz_enable_join = true;
-double		eytz_page_touch_cost = 0;
 
 static const struct config_enum_entry parallel_image_options[] = {
 	{"auto", EYTZ_PARALLEL_IMAGE_AUTO, false},
@@ -106,33 +94,6 @@ enum EytzPathPrivateIndex
 	EYTZ_PATH_PRUNED
 };
 
-/*
- * What one path searches: the inner table's index, or the index of each
- * leaf of a partitioned inner table that survived pruning, all on the join
- * column keyattno (the inner rel's attno) with one operator family and key
- * type
- */
-typedef struct EytzInnerSide
-{
-	AttrNumber	keyattno;
-	Oid			opfamily;
-	Oid			opcintype;
-	List	   *leaf_rels;		/* RelOptInfos */
-	List	   *leaf_indexes;	/* IndexOptInfos */
-	bool		routed;			/* keys go to the one leaf that holds them */
-	Oid			parentoid;		/* the partitioned table, or InvalidOid */
-	int			npruned;
-} EytzInnerSide;
-
-/* One index clause: inner.key <strategy> outer_expr */
-typedef struct EytzIdxClause
-{
-	RestrictInfo *rinfo;
-	StrategyNumber strategy;
-	Oid			argtype;
-	Expr	   *outer_expr;
-} EytzIdxClause;
-
 static Plan *eytz_plan_path(PlannerInfo *root, RelOptInfo *rel,
 							CustomPath *best_path, List *tlist,
 							List *clauses, List *custom_plans);
@@ -147,19 +108,10 @@ static const CustomScanMethods eytz_scan_methods = {
 	.CreateCustomScanState = eytz_join_create_scan_state,
 };
 
-/* A column of a domain type comes relabeled to its base type (indxpath.c looks through it too) */
-static Node *
-strip_relabel(Node *node)
-{
-	while (node && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node;
-}
-
 static bool
 is_inner_var(Node *node, RelOptInfo *innerrel)
 {
-	node = strip_relabel(node);
+	node = eytz_strip_relabel(node);
 	return IsA(node, Var) && ((Var *) node)->varno == innerrel->relid;
 }
 
@@ -189,13 +141,13 @@ match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, const EytzInnerSide *
 	opno = op->opno;
 	if (is_inner_var(left, innerrel))
 	{
-		var = (Var *) strip_relabel(left);
+		var = (Var *) eytz_strip_relabel(left);
 		other = right;
 		other_relids = rinfo->right_relids;
 	}
 	else if (is_inner_var(right, innerrel))
 	{
-		var = (Var *) strip_relabel(right);
+		var = (Var *) eytz_strip_relabel(right);
 		other = left;
 		other_relids = rinfo->left_relids;
 		opno = get_commutator(opno);
@@ -296,229 +248,6 @@ eytz_join_index_only(RelOptInfo *innerrel, IndexOptInfo *index)
 }
 
 /*
- * The fraction of an index-only join's matches that still need their heap
- * page: those on pages not marked all-visible, as cost_index assumes for
- * index-only scans (relallvisible / relpages); 1 for the other joins.
- */
-static double
-eytz_join_heap_fraction(RelOptInfo *innerrel, bool index_only)
-{
-	return index_only ? 1.0 - innerrel->allvisfrac : 1.0;
-}
-
-/*
- * A parallel worker is a fresh process: the first time it reads a page of
- * shared memory (a shared buffer, the image the leader shares) the kernel
- * maps it, a page fault per page (or per 16 of them where the kernel maps
- * the neighbours along).  That costs a fraction of a microsecond on most
- * machines but several on some virtual machines (shadow page tables: 4.6 us
- * a 4 kB page on the 2-core development VM, where a worker's first touches
- * of a 20M-row table's buffers outweigh its share of the join).  It is
- * eytzgpu.page_touch_cost a page: 0 by default, as PostgreSQL charges its
- * own parallel plans nothing for it (its parallel hash join's workers touch
- * the whole inner table: charging only this join would hand such a VM the
- * parallel hash join, slower still); -1 measures it once per backend, the
- * time of reading a small shared anonymous mapping whose pages exist but
- * are not mapped (MADV_DONTNEED), best of three, at the lookup cost model's
- * 10 ns an operator (eytzlookupcost.c).  With huge_pages = on a page maps
- * 512 small ones: the touches cost next to nothing.
- */
-#define TOUCH_PROBE_PAGES	256
-#define OPERATOR_NS			10.0
-
-static double measured_touch_cost = -1;
-
-static double
-measure_touch_cost(void)
-{
-	long		page = sysconf(_SC_PAGESIZE);
-	Size		len = (Size) page * TOUCH_PROBE_PAGES;
-	volatile char *mem;
-	double		best_ns = -1;
-	int			round,
-				i;
-
-	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return 0;
-	for (i = 0; i < TOUCH_PROBE_PAGES; i++)
-		mem[(Size) i * page] = 1;
-	for (round = 0; round < 3; round++)
-	{
-		instr_time	t0,
-					t1;
-
-		if (madvise((void *) mem, len, MADV_DONTNEED) != 0)
-			break;
-		INSTR_TIME_SET_CURRENT(t0);
-		for (i = 0; i < TOUCH_PROBE_PAGES; i++)
-			(void) mem[(Size) i * page];
-		INSTR_TIME_SET_CURRENT(t1);
-		INSTR_TIME_SUBTRACT(t1, t0);
-		if (best_ns < 0 || INSTR_TIME_GET_DOUBLE(t1) * 1e9 < best_ns)
-			best_ns = INSTR_TIME_GET_DOUBLE(t1) * 1e9;
-	}
-	munmap((void *) mem, len);
-	return best_ns < 0 ? 0 :
-		best_ns / TOUCH_PROBE_PAGES / OPERATOR_NS * cpu_operator_cost;
-}
-
-/* What a fresh process pays to touch bytes of shared memory first */
-static Cost
-shared_touch_cost(double bytes)
-{
-	double		per_page = eytz_page_touch_cost;
-
-	if (huge_pages == HUGE_PAGES_ON || bytes <= 0)
-		return 0;
-	if (per_page < 0)
-	{
-		if (measured_touch_cost < 0)
-			measured_touch_cost = measure_touch_cost();
-		per_page = measured_touch_cost;
-	}
-	return ceil(bytes / sysconf(_SC_PAGESIZE)) * per_page;
-}
-
-/*
- * Cost of the join: the outer path; per outer row the key expressions and
- * the lookup seam's per-key cost on the device that would answer (plus its
- * cost of pinning the index's view once); per match a heap fetch in TID
- * order (pages charged like a bitmap heap scan per batch) and the quals; per
- * result row the projection.  For a partial path (in_workers) outer_path and
- * rows are one process's share, the view is costed as a worker would pin it
- * and the first touches of the heap pages it visits are charged (a worker
- * is a fresh process: shared_touch_cost).  An index-only path
- * (index_only) fetches only the heap pages that are not all-visible.  Over
- * the leaves of a partitioned table each leaf is costed with its share of
- * the keys (all of them where keys are not routed) and of the matches
- * (by its rows).
- */
-static void
-cost_eytz_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
-			   RelOptInfo *innerrel, const EytzInnerSide *side, List *idxclauses,
-			   List *joinquals, List *otherquals, double rows, bool in_workers,
-			   bool index_only)
-{
-	double		outer_rows = Max(outer_path->rows, 1.0);
-	double		inner_tuples = 0;
-	double		heap_pages = 0;
-	List	   *rinfos = NIL;
-	List	   *keyexprs = NIL;
-	ListCell   *lc,
-			   *lc2;
-	Selectivity sel;
-	double		matches,
-				batch_rows,
-				nbatches,
-				pages = 0,
-				heap_touch = 0,
-				cost_per_page;
-	double		spc_random,
-				spc_seq;
-	QualCost	keycost,
-				jqcost,
-				oqcost,
-				iqcost;
-	Cost		lookup_startup = 0,
-				lookup_per_key = 0,
-				startup,
-				run;
-	double		touch_bytes = 0;
-
-	foreach(lc, side->leaf_rels)
-	{
-		RelOptInfo *leaf = lfirst(lc);
-
-		inner_tuples += Max(leaf->tuples, 0);
-		heap_pages += Max(leaf->pages, 0);
-	}
-	inner_tuples = Max(inner_tuples, 1.0);
-	heap_pages = Max(heap_pages, 1.0);
-
-	foreach(lc, idxclauses)
-	{
-		EytzIdxClause *ic = lfirst(lc);
-
-		rinfos = lappend(rinfos, ic->rinfo);
-		keyexprs = lappend(keyexprs, ic->outer_expr);
-	}
-	sel = clauselist_selectivity(root, rinfos, 0, JOIN_INNER, NULL);
-	matches = outer_rows * clamp_row_est(sel * inner_tuples);
-
-	cost_qual_eval(&keycost, keyexprs, root);
-	cost_qual_eval(&jqcost, extract_actual_clauses(joinquals, false), root);
-	cost_qual_eval(&oqcost, extract_actual_clauses(otherquals, false), root);
-	cost_qual_eval(&iqcost, extract_actual_clauses(innerrel->baserestrictinfo, false), root);
-	batch_rows = Min((double) eytz_batch_size, outer_rows);
-	nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
-	forboth(lc, side->leaf_rels, lc2, side->leaf_indexes)
-	{
-		RelOptInfo *leaf = lfirst(lc);
-		IndexOptInfo *index = lfirst(lc2);
-		double		share = Max(leaf->tuples, 0) / inner_tuples;
-		double		leaf_pages = Max(leaf->pages, 1.0);
-		double		leaf_matches = matches * share;
-		double		key_share = side->routed ? share : 1.0;
-		Cost		leaf_startup,
-					leaf_per_key;
-		double		leaf_touch;
-
-		eytz_lookup_plan_cost(index->indexoid, outer_rows * key_share, in_workers,
-							  &leaf_startup, &leaf_per_key, &leaf_touch);
-		lookup_startup += leaf_startup;
-		lookup_per_key += leaf_per_key * key_share;
-		touch_bytes += leaf_touch;
-		/* heap pages per batch, read in block order */
-		pages += index_pages_fetched(leaf_matches / nbatches, (BlockNumber) leaf_pages,
-									 leaf_pages, root) *
-			eytz_join_heap_fraction(leaf, index_only);
-		heap_touch += leaf_pages * (1.0 - exp(-leaf_matches / leaf_pages)) *
-			eytz_join_heap_fraction(leaf, index_only);
-	}
-	get_tablespace_page_costs(innerrel->reltablespace, &spc_random, &spc_seq);
-	if (pages >= 2.0)
-		cost_per_page = spc_random - (spc_random - spc_seq) * sqrt(pages / heap_pages);
-	else
-		cost_per_page = spc_random;
-
-	run = outer_rows * (keycost.per_tuple + lookup_per_key + cpu_operator_cost) +
-		nbatches * pages * cost_per_page +
-		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
-				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
-		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
-	if (in_workers)
-	{
-		/*
-		 * The divisor assumes a core per process: with more processes than
-		 * the machine has cores (3 on the 2-core VM) they take turns, and
-		 * each one's share (and the pinning of its view) runs that much
-		 * longer (bench/join_results.md,
-		 * run 18)
-		 */
-		long		cores = sysconf(_SC_NPROCESSORS_ONLN);
-		int			procs = cpath->path.parallel_workers +
-			(parallel_leader_participation ? 1 : 0);
-
-		if (cores > 0 && procs > cores)
-		{
-			run *= (double) procs / cores;
-			lookup_startup *= (double) procs / cores;
-		}
-		lookup_startup += shared_touch_cost(touch_bytes);
-		run += shared_touch_cost(heap_touch * BLCKSZ);
-	}
-	startup = outer_path->startup_cost + lookup_startup + keycost.startup +
-		jqcost.startup + oqcost.startup + iqcost.startup +
-		cpath->path.pathtarget->cost.startup;
-
-	/* the first batch is small (it grows geometrically): startup is cheap */
-	cpath->path.startup_cost = startup + run * Min(1.0, 1024.0 / outer_rows);
-	cpath->path.total_cost = outer_path->total_cost - outer_path->startup_cost +
-		startup + run;
-}
-
-/*
  * The planner's estimate of the outer rows, for custom_private.  Written
  * with a decimal point: a plan sent to parallel workers goes through
  * nodeToString, and "1000" would be read back as an Integer node.
@@ -598,7 +327,7 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 	ppath->custom_private = list_copy(serial->custom_private);
 	list_nth_cell(ppath->custom_private, EYTZ_PATH_EXPECTED_KEYS)->ptr_value =
 		expected_keys_node(outer_path->rows);
-	cost_eytz_join(root, ppath, outer_path, innerrel, side, idxclauses,
+	eytz_join_cost(root, ppath, outer_path, innerrel, side, idxclauses,
 				   joinquals, otherquals, ppath->path.rows, true,
 				   intVal(list_nth(serial->custom_private, EYTZ_PATH_INDEX_ONLY)));
 	add_partial_path(joinrel, &ppath->path);
@@ -649,7 +378,7 @@ inner_sides(PlannerInfo *root, RelOptInfo *innerrel, RangeTblEntry *rte)
 		return sides;
 	}
 
-	if (!eytz_join_collect_leaves(root, innerrel, &leaves, &npruned) || leaves == NIL)
+	if (!eytz_join_collect_leaves(root, innerrel, RELKIND_RELATION, &leaves, &npruned) || leaves == NIL)
 		return NIL;
 	first = linitial(leaves);
 	foreach(lc, first->indexlist)
@@ -742,21 +471,9 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 
 	if (!eytz_enable_join)
 		return;
-	/*
-	 * Row marks (UPDATE and DELETE with other tables, SELECT FOR UPDATE):
-	 * a concurrent update's recheck (EvalPlanQual) runs the join again over
-	 * the one row version of each table it locked, which a batched lookup
-	 * of the index would not return
-	 */
-	if (root->rowMarks != NIL || root->parse->resultRelation == (int) innerrel->relid)
+	rte = eytz_join_inner_rte(root, innerrel, jointype);
+	if (rte == NULL)
 		return;
-	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
-		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
-		return;
-	if (!IS_SIMPLE_REL(innerrel) || innerrel->rtekind != RTE_RELATION ||
-		!bms_is_empty(innerrel->lateral_relids))
-		return;
-	rte = planner_rt_fetch(innerrel->relid, root);
 	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
 	{
 		/* a partitioned table's leaves, as one inner side (not its rows alone: ONLY) */
@@ -766,8 +483,8 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	else if (rte->inh || innerrel->indexlist == NIL ||
 			 (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
 		return;
-	outer_path = outerrel->cheapest_total_path;
-	if (outer_path == NULL || PATH_REQ_OUTER(outer_path) != NULL)
+	outer_path = eytz_join_outer_path(outerrel);
+	if (outer_path == NULL)
 		return;
 
 	/* the inner side provides columns, system columns and whole rows only */
@@ -777,17 +494,9 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			return;
 	}
 
-	foreach(lc, extra->restrictlist)
-	{
-		RestrictInfo *rinfo = lfirst(lc);
-
-		if (rinfo->pseudoconstant)
-			return;
-		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(rinfo, joinrel->relids))
-			otherquals = lappend(otherquals, rinfo);
-		else
-			joinquals = lappend(joinquals, rinfo);
-	}
+	if (!eytz_join_split_quals(joinrel, jointype, extra->restrictlist,
+							   &joinquals, &otherquals))
+		return;
 
 	foreach(lc, inner_sides(root, innerrel, rte))
 	{
@@ -859,20 +568,11 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 											 side->opcintype, BTEqualStrategyNumber);
 		side->routed &= OidIsValid(route_opno);
 
-		cpath = makeNode(CustomPath);
-		cpath->path.pathtype = T_CustomScan;
-		cpath->path.parent = joinrel;
-		cpath->path.pathtarget = joinrel->reltarget;
-		cpath->path.param_info = NULL;
-		cpath->path.parallel_aware = false;
 		/* a worker can run it whole (under Gather, or as another join's inner side) */
-		cpath->path.parallel_safe = joinrel->consider_parallel &&
-			innerrel->consider_parallel && outer_path->parallel_safe;
-		cpath->path.parallel_workers = 0;
-		cpath->path.rows = joinrel->rows;
-		cpath->path.pathkeys = NIL;
-		cpath->flags = 0;
-		cpath->custom_paths = list_make1(outer_path);
+		cpath = eytz_join_new_path(joinrel, outer_path,
+								   joinrel->consider_parallel &&
+								   innerrel->consider_parallel && outer_path->parallel_safe,
+								   &eytz_path_methods);
 		/* in the order of EytzPathPrivateIndex */
 		cpath->custom_private =
 			list_make4(indexoids, heapoids, makeInteger(jointype),
@@ -889,8 +589,7 @@ eytz_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			list_concat(cpath->custom_private,
 						list_make4(makeInteger(index_only), makeInteger((int) side->parentoid),
 								   makeInteger((int) route_opno), makeInteger(side->npruned)));
-		cpath->methods = &eytz_path_methods;
-		cost_eytz_join(root, cpath, outer_path, innerrel, side, idxclauses,
+		eytz_join_cost(root, cpath, outer_path, innerrel, side, idxclauses,
 					   rest, otherquals, joinrel->rows, false, index_only);
 		/* before add_path, which may free cpath */
 		add_partial_join_path(root, joinrel, outerrel, innerrel, cpath, side,
@@ -939,73 +638,11 @@ find_index(RelOptInfo *rel, Oid indexoid)
 	return NULL;
 }
 
-static List *
-clause_exprs(List *rinfos)
-{
-	List	   *res = NIL;
-	ListCell   *lc;
-
-	foreach(lc, rinfos)
-		res = lappend(res, ((RestrictInfo *) lfirst(lc))->clause);
-	return res;
-}
-
-/* The entry of scan_tlist that is the table column var names, or NULL */
-static TargetEntry *
-scan_tlist_column(List *scan_tlist, const Var *var)
-{
-	ListCell   *lc;
-
-	foreach(lc, scan_tlist)
-	{
-		TargetEntry *tle = lfirst(lc);
-		Var		   *col = (Var *) tle->expr;
-
-		if (IsA(col, Var) && col->varno == var->varno &&
-			col->varattno == var->varattno && col->varlevelsup == 0)
-			return tle;
-	}
-	return NULL;
-}
-
-/*
- * A copy of expression node whose columns of the scan tuple are marked
- * nulled by the outer joins their scan_tlist entry is.  16 marks a column
- * read above an outer join (the target list) apart from the same column
- * read below it (the join's own quals), but the join produces each column
- * once and setrefs.c wants every reference to equal its one entry: the
- * marks only check the planner's work, the executor ignores them.
- */
-static Node *
-match_scan_tlist_mutator(Node *node, List *scan_tlist)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
-	{
-		Var		   *var = (Var *) copyObject(node);
-		TargetEntry *tle = scan_tlist_column(scan_tlist, var);
-
-		if (tle != NULL)
-			EytzVarCopyNullingRels(var, (Var *) tle->expr);
-		return (Node *) var;
-	}
-	return expression_tree_mutator(node, match_scan_tlist_mutator, scan_tlist);
-}
-
-/* match_scan_tlist_mutator for the other joins of custom_scan_tlists (eytzfdwjoin.c) */
-Node *
-eytz_match_scan_tlist(Node *node, List *scan_tlist)
-{
-	return match_scan_tlist_mutator(node, scan_tlist);
-}
-
 static Plan *
 eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			   List *tlist, List *clauses, List *custom_plans)
 {
-	CustomScan *cscan = makeNode(CustomScan);
-	Plan	   *outer_plan = linitial(custom_plans);
+	CustomScan *cscan;
 	List	   *ppriv = best_path->custom_private;
 	Index		inner_relid = (Index) intVal(list_nth(ppriv, EYTZ_PATH_INNER_RELID));
 	RelOptInfo *innerrel = find_base_rel(root, inner_relid);
@@ -1015,25 +652,18 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	bool		index_only;
 	ListCell   *lc2,
 			   *lc3;
-	List	   *joinquals = clause_exprs(list_nth(ppriv, EYTZ_PATH_JOINQUALS));
-	List	   *otherquals = clause_exprs(list_nth(ppriv, EYTZ_PATH_OTHERQUALS));
-	List	   *innerquals = clause_exprs(innerrel->baserestrictinfo);
-	List	   *scan_tlist = NIL;
+	List	   *joinquals = eytz_clause_exprs(list_nth(ppriv, EYTZ_PATH_JOINQUALS));
+	List	   *otherquals = eytz_clause_exprs(list_nth(ppriv, EYTZ_PATH_OTHERQUALS));
+	List	   *innerquals = eytz_clause_exprs(innerrel->baserestrictinfo);
+	List	   *scan_tlist;
 	List	   *inner_attnos = NIL;
 	List	   *vars;
 	ListCell   *lc;
-	int			resno = 1;
 	int			nouter;
 
 	/* outer columns first, in the outer plan's order */
-	foreach(lc, outer_plan->targetlist)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry(copyObject(tle->expr), resno++, NULL, false));
-	}
-	nouter = resno - 1;
+	cscan = eytz_join_new_scan(best_path, tlist, custom_plans, &nouter, &eytz_scan_methods);
+	scan_tlist = cscan->custom_scan_tlist;
 
 	/*
 	 * then every inner column the quals and the target list need, system
@@ -1049,24 +679,19 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 
 		if (var->varno != inner_relid || var->varlevelsup != 0)
 			continue;
-		if (scan_tlist_column(scan_tlist, var) != NULL)
+		if (eytz_scan_tlist_column(scan_tlist, var) != NULL)
 			continue;
 		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) copyObject(var), resno++, NULL, false));
+							 makeTargetEntry((Expr *) copyObject(var),
+											 list_length(scan_tlist) + 1, NULL, false));
 		inner_attnos = lappend_int(inner_attnos, var->varattno);
 	}
-
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = NIL;
-	cscan->scan.scanrelid = 0;
-	cscan->flags = best_path->flags;
-	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
 	/* in the order of EytzScanExprIndex */
 	cscan->custom_exprs = (List *)
-		match_scan_tlist_mutator((Node *) list_make4(list_nth(ppriv, EYTZ_PATH_OUTER_EXPRS),
-													 joinquals, otherquals, innerquals),
-								 scan_tlist);
+		eytz_match_scan_tlist((Node *) list_make4(list_nth(ppriv, EYTZ_PATH_OUTER_EXPRS),
+												  joinquals, otherquals, innerquals),
+							  scan_tlist);
 
 	/*
 	 * Per leaf, its columns for the inner scan columns (a leaf's attnos may
@@ -1124,7 +749,6 @@ eytz_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 				OidIsValid(parentoid) ? eytz_join_start_prune_quals(innerrel) : NIL);
 	Assert(list_length(cscan->custom_private) == EYTZ_NUM_PRIV);
 	Assert(list_length(cscan->custom_exprs) == EYTZ_NUM_EXPR);
-	cscan->methods = &eytz_scan_methods;
 	return &cscan->scan.plan;
 }
 

@@ -1,7 +1,9 @@
 /*
  * eytzjoin.h
  *		The batched index-nested-loop join of eytzgpu ("EytzGPU Join"): the
- *		planner (eytzjoin.c) and the executor (eytzjoinexec.c).  The join
+ *		planner (eytzjoin.c, costed in eytzjoincost.c, with the pieces it
+ *		shares with the foreign join in eytzjoinplan.h) and the executor
+ *		(eytzjoinexec.c).  The join
  *		reaches the index only through the lookup seam (eytzlookup.h) and the
  *		heap through eytzheap.h.
  */
@@ -14,7 +16,7 @@
 #include "optimizer/optimizer.h"
 
 /*
- * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size,
+ * GUCs: enable_join (eytzjoin.c), page_touch_cost (eytzjoincost.c), batch_size,
  * lookup_overlap (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
  */
 extern bool eytz_enable_join;
@@ -76,13 +78,7 @@ enum EytzScanExprIndex
 /* eytzjoin.c */
 extern void eytz_join_init(void);
 
-/*
- * A copy of node whose Vars of the scan tuple carry the nulling marks of
- * their custom_scan_tlist entry (setrefs.c wants them equal)
- */
-extern Node *eytz_match_scan_tlist(Node *node, List *scan_tlist);
-
-/* eytzfdwjoin.c: the join over a foreign inner side ("EytzGPU Foreign Join") */
+/* eytzfdwjoin.c: the join over a foreign inner side ("EytzGPU Foreign Join", eytzfdwjoin.h) */
 extern void eytz_fdwjoin_init(void);
 
 /*

@@ -36,11 +36,13 @@
 /*
  * Append the leaves of partitioned rel that survived pruning (their
  * RelOptInfos, in bound order) to *leaves and count the partitions pruned
- * (at any level) in *npruned; false when a leaf is not a plain table (a
- * foreign table: eytzfdwjoin.c's join)
+ * (at any level) in *npruned; false when a leaf is not of relkind: a plain
+ * table (RELKIND_RELATION) for the EytzGPU Join, a foreign table whose FDW
+ * is known (RELKIND_FOREIGN_TABLE) for the foreign join (eytzfdwjoin.c)
  */
 bool
-eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel, List **leaves, int *npruned)
+eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel, char relkind,
+						 List **leaves, int *npruned)
 {
 	int			i;
 
@@ -59,11 +61,14 @@ eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel, List **leaves, int 
 		rte = planner_rt_fetch(child->relid, root);
 		if (rte->relkind == RELKIND_PARTITIONED_TABLE)
 		{
-			if (!eytz_join_collect_leaves(root, child, leaves, npruned))
+			if (!eytz_join_collect_leaves(root, child, relkind, leaves, npruned))
 				return false;
 			continue;
 		}
-		if (rte->relkind != RELKIND_RELATION)
+		if (rte->relkind != relkind)
+			return false;
+		if (relkind == RELKIND_FOREIGN_TABLE &&
+			(child->fdwroutine == NULL || !bms_is_empty(child->lateral_relids)))
 			return false;
 		*leaves = lappend(*leaves, child);
 	}
@@ -223,25 +228,20 @@ make_route(EytzJoinState *st)
 {
 	EState	   *estate = st->css.ss.ps.state;
 	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-	Relation	parent = table_open(st->parentoid, NoLock);
 	List	   *leaf_oids = NIL;
 	EytzPartRoute *route = NULL;
 	int			i;
 
 	for (i = 0; i < st->nleaves; i++)
 		leaf_oids = lappend_oid(leaf_oids, st->leaves[i].heapoid);
-	if (estate->es_partition_directory == NULL)
-		estate->es_partition_directory =
-			CreatePartitionDirectory(estate->es_query_cxt, !IsolationUsesXactSnapshot());
 	if (st->kt->exact)
-		route = eytz_partroute_create(estate->es_partition_directory, parent,
-									  eytz_join_leaf_attno(st->leaves[0].heapoid,
-														   st->leaves[0].keyattno,
-														   st->parentoid),
-									  st->route_opno, st->kt->typid,
-									  st->leaves[0].index->rd_indcollation[0],
-									  leaf_oids);
-	table_close(parent, NoLock);
+		route = eytz_partroute_for_query(estate, st->parentoid, NoLock,
+										 eytz_join_leaf_attno(st->leaves[0].heapoid,
+															  st->leaves[0].keyattno,
+															  st->parentoid),
+										 st->route_opno, st->kt->typid,
+										 st->leaves[0].index->rd_indcollation[0],
+										 leaf_oids);
 	st->rcount = palloc0(sizeof(uint32) * st->nleaves);
 	MemoryContextSwitchTo(old);
 	return route;

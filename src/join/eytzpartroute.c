@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type_d.h"
 #include "parser/parse_coerce.h"
 #include "partitioning/partbounds.h"
@@ -304,4 +305,21 @@ eytz_partroute_find(EytzPartRoute *route, Datum key, const int **leaves)
 	}
 	*leaves = level->below;
 	return level->nbelow;
+}
+
+EytzPartRoute *
+eytz_partroute_for_query(EState *estate, Oid parentoid, LOCKMODE lockmode,
+						 AttrNumber attno, Oid eq_opno, Oid key_type, Oid collation,
+						 List *leaf_oids)
+{
+	Relation	parent = table_open(parentoid, lockmode);
+	EytzPartRoute *route;
+
+	if (estate->es_partition_directory == NULL)
+		estate->es_partition_directory =
+			CreatePartitionDirectory(estate->es_query_cxt, !IsolationUsesXactSnapshot());
+	route = eytz_partroute_create(estate->es_partition_directory, parent, attno,
+								  eq_opno, key_type, collation, leaf_oids);
+	table_close(parent, NoLock);
+	return route;
 }

@@ -10,7 +10,9 @@
 
 #include "postgres.h"
 
+#include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
 #include "partitioning/partdefs.h"
 #include "utils/relcache.h"
 
@@ -36,6 +38,16 @@ extern EytzPartRoute *eytz_partroute_create(PartitionDirectory pdir, Relation pa
 											AttrNumber attno, Oid eq_opno,
 											Oid key_type, Oid collation,
 											List *leaf_oids);
+
+/*
+ * eytz_partroute_create for an executor node: with the query's partition
+ * directory (made in estate's query context where it has none yet) and
+ * parentoid opened with lockmode for the while.
+ */
+extern EytzPartRoute *eytz_partroute_for_query(EState *estate, Oid parentoid,
+											   LOCKMODE lockmode, AttrNumber attno,
+											   Oid eq_opno, Oid key_type,
+											   Oid collation, List *leaf_oids);
 
 /*
  * The leaves that can hold rows equal to key (not NULL): their number
