@@ -4,31 +4,10 @@
  *		of one generation of an index, and batches looked up in it, their
  *		matches returned sorted by (TID, row) in chunks of bounded size.
  *
- * A view is one of
- *	- the index pages through the buffer manager (EYTZ_VIEW_PAGES): nothing is
- *	  loaded, each key costs a few buffer accesses per level, as an index
- *	  scan does (the same reader: EytzRangeCursor of eytzcursor.c, over the
- *	  page layer's checked EytzRegionReader): right for the few keys of a
- *	  cold start;
- *	- the CPU image of the layout (EYTZ_VIEW_IMAGE, eytzimage.c): loaded once per
- *	  generation and cached per backend, searched at memory speed;
- *	- the layout's own pages pinned in shared buffers for the scan
- *	  (EYTZ_VIEW_PINNED, eytzimage.c), searched as the image is through
- *	  per-page pointers: no load, so a fresh backend or a parallel worker
- *	  starts at once; within a third of shared_buffers, and not for
- *	  index-only joins (their included values come from the image);
- *	- the GPU copy (EYTZ_VIEW_GPU, eytzdevice.c), uploaded from the image,
- *	  or with shared_preload_libraries the eytzgpu service's one copy for
- *	  all backends (eytzservice.c), answering through shared memory;
- * plus the pending list read under the same generation.  The metapage is
- * read once per view: the page layer keeps that generation's region and
- * pending list intact until the transaction ends (eytzpage.c), so a view
- * needs no retry, and a damaged page raises XX002 naming the index.  The
- * view is
- * chosen by cost (eytz_view_cost): a load is paid for only when the keys the
- * planner expects, or the keys seen so far, make it cheaper than searching
- * the pages; the planner asks the same question (eytz_lookup_plan_cost).
- * The costs are in eytzlookupcost.c.
+ * A view is the index pages, the CPU image, the layout's pages pinned in
+ * shared buffers or the GPU copy (the backend's own or the eytzgpu
+ * service's), chosen by cost and pinned for one generation with its pending
+ * list: eytzlookupview.c.
  *
  * A batch is answered in two phases, each resumable at any match so that a
  * chunk never exceeds what the caller asks for: first the layout (whole
@@ -67,8 +46,6 @@
  */
 #include "postgres.h"
 
-#include "access/parallel.h"
-#include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -77,97 +54,8 @@
 #include "eytzdevice.h"
 #include "eytzimage.h"
 #include "eytzlookup.h"
+#include "eytzlookupstate.h"
 #include "eytzservice.h"
-
-typedef enum BatchPhase
-{
-	PHASE_LAYOUT,
-	PHASE_PENDING,
-	PHASE_DONE
-} BatchPhase;
-
-/* The batch's first chunk, started ahead by eytz_lookup_start */
-typedef enum AheadState
-{
-	AHEAD_NONE,
-	AHEAD_GPU,					/* in flight on the GPU or the service */
-	AHEAD_CHUNK					/* a CPU view's, in out[0..ahead_n) */
-} AheadState;
-
-/* A query walked alone through the pages, over as many chunks as it takes */
-typedef struct Walk
-{
-	bool		active;
-	uint32		row;			/* the query's batch row */
-	EytzRangeCursor cursor;		/* over the view's generation */
-} Walk;
-
-/* bits of the filter that tells most layout TIDs they are not pending */
-#define PENDING_FILTER_BITS 65536
-
-struct EytzLookup
-{
-	Relation	index;
-	MemoryContext cxt;
-	MemoryContextCallback unpin_cb;
-	double		expected_keys;
-	uint64		keys_seen;
-
-	/* the view */
-	EytzViewKind	kind;
-	bool		pinned;
-	EytzMetaPageData meta;
-	EytzImage  *image;
-	EytzGpuEntry *gpu;
-	EytzServiceView *svc;		/* the GPU view through the service */
-	EytzPendingEntry *pending;	/* sorted by key */
-	uint64		npending;
-	uint64	   *pending_tids;	/* sorted */
-	uint64	   *pending_filter; /* PENDING_FILTER_BITS bits of TID hashes */
-
-	/* the batch */
-	const uint64 *lo;
-	const uint64 *hi;
-	const uint32 *rows;
-	uint32		nq;
-	uint32		sorted_prefix;	/* out[0..this) came sorted from the GPU */
-	BatchPhase	phase;
-	bool		points;			/* every query is a point: lo == hi */
-	bool		rows_in_order;	/* points, rows increasing: see
-								 * eytz_match_sort */
-	EytzMatch  *order;			/* queries by low key (CPU views) */
-	uint64	   *packed;			/* or, points within 2^32 of each other,
-								 * (key - lo_min << 32 | row) by key, in
-								 * order's memory */
-	uint64		lo_min;			/* the least and greatest low key */
-	uint64		lo_max;
-	uint32		norder;
-	uint32		order_cap;		/* order has twice this: its sort scratch */
-	uint32		next;			/* next query: in order, or by index (GPU) */
-	uint32		pq;				/* pending phase: query */
-	uint64		ppos;			/* and its next entry, or PG_UINT64_MAX */
-	Walk		walk;
-
-	/* the chunk */
-	EytzMatch  *out;
-	EytzMatch  *tmp;
-	uint32		cap;
-	AheadState	ahead;
-	uint32		ahead_max;		/* the max it was started with */
-	uint32		ahead_n;
-	EytzGpuJob	job;			/* AHEAD_GPU on the backend's own GPU copy */
-
-	/* index-only joins: the matches' values (eytz_lookup_want_columns) */
-	bool		want;
-	EytzStage	stage;			/* by position as collected */
-	EytzChunkColumns cols;		/* the stage, as the caller reads it */
-	uint64		chunk_generation;	/* what the chunk's view had read */
-	uint64		chunk_ndead;
-	bool		heap_all_visible;	/* eytz_lookup_heap_all_visible */
-	uint32		nout;			/* the chunk's matches */
-
-	EytzLookupStats stats;
-};
 
 /*
  * The values of the layout entry whose slot the stage's keys hold at pos,
@@ -238,280 +126,6 @@ walk_start(EytzLookup *lk, uint64 lo, uint64 hi, uint32 row)
 	eytz_cursor_start(&lk->walk.cursor, lo, hi);
 }
 
-/* The pending list's TIDs, sorted, and a filter of their hashes */
-static inline uint32
-pending_hash(uint64 tid)
-{
-	return (uint32) ((tid * UINT64CONST(0x9E3779B97F4A7C15)) >> 48);
-}
-
-/* Fill pending_tids (sorted) and pending_filter from the pending list */
-static void
-index_pending_tids(EytzLookup *lk)
-{
-	uint64		i;
-
-	lk->pending_tids = MemoryContextAllocHuge(lk->cxt, sizeof(uint64) * lk->npending);
-	lk->pending_filter = MemoryContextAllocZero(lk->cxt, PENDING_FILTER_BITS / 8);
-	for (i = 0; i < lk->npending; i++)
-	{
-		uint64		t = eytz_tid_pack(&lk->pending[i].tid);
-
-		lk->pending_tids[i] = t;
-		lk->pending_filter[pending_hash(t) / 64] |= UINT64CONST(1) << (pending_hash(t) % 64);
-	}
-	/* a TID's packed form orders as the TID does */
-	if (lk->npending > 1)
-	{
-		EytzMatch  *m = MemoryContextAllocHuge(lk->cxt, sizeof(EytzMatch) * lk->npending * 2);
-
-		for (i = 0; i < lk->npending; i++)
-		{
-			m[i].tid = lk->pending_tids[i];
-			m[i].row = (uint32) i;
-		}
-		eytz_match_sort_keys(m, (uint32) lk->npending, m + lk->npending);
-		for (i = 0; i < lk->npending; i++)
-			lk->pending_tids[i] = m[i].tid;
-		pfree(m);
-	}
-}
-
-/* Is packed TID t also a pending entry's?  (the filter answers most) */
-static bool
-tid_is_pending(EytzLookup *lk, uint64 t)
-{
-	uint32		h = pending_hash(t);
-	uint64		a = 0,
-				b = lk->npending;
-
-	if (!(lk->pending_filter[h / 64] & (UINT64CONST(1) << (h % 64))))
-		return false;
-	while (a < b)
-	{
-		uint64		mid = a + (b - a) / 2;
-
-		if (lk->pending_tids[mid] < t)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	return a < lk->npending && lk->pending_tids[a] == t;
-}
-
-/* Drop the layout matches m[from..n) whose TID a pending entry answers */
-static uint32
-drop_pending_twins(EytzLookup *lk, EytzMatch *m, uint32 from, uint32 n)
-{
-	uint32		i,
-				out = from;
-
-	if (lk->npending == 0)
-		return n;
-	for (i = from; i < n; i++)
-		if (!tid_is_pending(lk, m[i].tid))
-			m[out++] = m[i];
-	return out;
-}
-
-/*
- * Release what the view pins (also on error: the context's reset callback).
- * A batch in flight on the backend's GPU copy is waited for first (another
- * scan may take the copy, and the answer is collected into this scan's
- * memory); the service's slot is simply released (the service drops an
- * abandoned answer).
- */
-static void
-view_unpin(EytzLookup *lk)
-{
-	if (lk->ahead == AHEAD_GPU && lk->gpu)
-		eytz_device_lookup_cancel(&lk->job);
-	lk->ahead = AHEAD_NONE;
-	eytz_region_release(&lk->walk.cursor.region);
-	if (lk->gpu)
-		eytz_device_release(lk->gpu);
-	if (lk->svc)
-		eytz_service_release(lk->svc);
-	if (lk->image)
-		eytz_image_release(lk->image);
-	lk->gpu = NULL;
-	lk->svc = NULL;
-	lk->image = NULL;
-	if (lk->pending)
-		pfree(lk->pending);
-	if (lk->pending_tids)
-		pfree(lk->pending_tids);
-	if (lk->pending_filter)
-		pfree(lk->pending_filter);
-	lk->pending = NULL;
-	lk->pending_tids = NULL;
-	lk->pending_filter = NULL;
-	lk->npending = 0;
-	lk->pinned = false;
-}
-
-/*
- * On error the resource owner has already released the buffers (and
- * LWLocks) the readers held: forget them, then unpin the rest.
- */
-static void
-view_unpin_cb(void *arg)
-{
-	EytzLookup *lk = (EytzLookup *) arg;
-	EytzRegionReader *r = &lk->walk.cursor.region;
-	int			c;
-
-	r->keybuf = InvalidBuffer;
-	r->tidbuf = InvalidBuffer;
-	for (c = 0; c < r->inc.ncols; c++)
-		r->valbuf[c] = r->nullbuf[c] = InvalidBuffer;
-	if (lk->image)
-		eytz_image_forget_pins(lk->image);
-	view_unpin(lk);
-}
-
-/*
- * The GPU copy of the generation meta names, resident or uploaded now from
- * the image, with its included columns; current: one that misses tombstones
- * meta counts is uploaded again.  NULL with *why when the GPU cannot take
- * it.
- */
-static EytzGpuEntry *
-gpu_pin_or_upload(Relation index, const EytzMetaPageData *meta, bool current,
-				  char **why)
-{
-	EytzGpuEntry *e = eytz_device_pin(index, meta->generation);
-	EytzImage  *image;
-	EytzInclude inc;
-
-	*why = NULL;
-	if (e && current && eytz_device_ndead(e) < meta->ndead)
-	{
-		eytz_device_release(e);
-		eytz_device_invalidate(RelationGetRelid(index));
-		e = NULL;
-	}
-	if (e)
-		return e;
-	eytz_include_get(index, &inc);
-	if (!eytz_device_room(index, meta, &inc, why))
-		return NULL;
-	image = current ? eytz_image_acquire_current(index, meta) :
-		eytz_image_acquire(index, meta);
-	e = eytz_device_upload(index, meta, image->img.keys, image->img.tids,
-						   &image->inc, image->values, image->nulls, why);
-	eytz_image_release(image);
-	return e;
-}
-
-/*
- * Pin a view of kind "want" (or the CPU image when the GPU cannot take the
- * index: lk->stats.cpu_reason says why) and the pending list, under the
- * generation the metapage names now.
- */
-static void
-pin_view(EytzLookup *lk, EytzViewKind want)
-{
-	MemoryContext old = MemoryContextSwitchTo(lk->cxt);
-	instr_time	t0,
-				t1;
-
-	INSTR_TIME_SET_CURRENT(t0);
-	if (lk->pinned)
-		view_unpin(lk);
-	/* the caller's look at the map came before this view: it must look again */
-	lk->heap_all_visible = false;
-	eytz_read_meta(lk->index, &lk->meta);
-	eytz_cursor_begin(&lk->walk.cursor, lk->index, &lk->meta);
-	lk->kind = want;
-	if (want == EYTZ_VIEW_GPU)
-	{
-		char	   *why = NULL;
-
-		if (eytz_service_owns_gpu())
-			lk->svc = eytz_service_pin(lk->index, &lk->meta, &why);
-		else
-			lk->gpu = gpu_pin_or_upload(lk->index, &lk->meta, lk->want, &why);
-		if (lk->gpu == NULL && lk->svc == NULL)
-		{
-			/* no room or a failure: the CPU answers, EXPLAIN says why */
-			lk->stats.cpu_reason = pstrdup(why);
-			lk->kind = EYTZ_VIEW_IMAGE;
-		}
-	}
-	if (lk->kind == EYTZ_VIEW_PINNED &&
-		(lk->want || !eytz_image_pages_ok(lk->index, &lk->meta)))
-		lk->kind = EYTZ_VIEW_IMAGE;
-	if (lk->kind == EYTZ_VIEW_PINNED)
-	{
-		lk->image = eytz_image_pin_pages(lk->index, &lk->meta);
-		lk->image->use->rent_keys = eytz_view_rent_keys(&lk->meta);
-	}
-	else if (lk->kind == EYTZ_VIEW_IMAGE)
-		lk->image = lk->want ? eytz_image_acquire_current(lk->index, &lk->meta) :
-			eytz_image_acquire(lk->index, &lk->meta);
-	eytz_read_pending(lk->index, &lk->meta, &lk->pending, &lk->npending,
-							 NULL, NULL);
-	eytz_sort_pending(lk->pending, lk->npending);
-	if (lk->npending > 0)
-		index_pending_tids(lk);
-	lk->pinned = true;
-	lk->stats.device = lk->svc ? eytz_service_device_name(lk->svc) :
-		lk->kind == EYTZ_VIEW_GPU ? "gpu" :
-		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" :
-		lk->kind == EYTZ_VIEW_PINNED ? "cpu (pinned pages)" : "cpu (index pages)";
-	INSTR_TIME_SET_CURRENT(t1);
-	INSTR_TIME_SUBTRACT(t1, t0);
-	lk->stats.acquire_ms += INSTR_TIME_GET_MILLISEC(t1);
-	MemoryContextSwitchTo(old);
-}
-
-bool
-eytz_lookup_service_answers(void)
-{
-	return eytz_device_mode != EYTZ_DEVICE_CPU && eytz_service_ready(NULL);
-}
-
-/* The view that nkeys keys call for, and whether the GPU may be one */
-static EytzViewKind
-choose_view(EytzLookup *lk, double nkeys)
-{
-	EytzMetaPageData meta;
-	bool		gpu_ok = false;
-	bool		service = eytz_service_owns_gpu();
-	Cost		startup,
-				per_key;
-
-	eytz_read_meta(lk->index, &meta);
-	if (eytz_device_mode != EYTZ_DEVICE_CPU && !service && IsParallelWorker())
-	{
-		/*
-		 * A CUDA context and an upload of its own cost a worker 150-200 ms
-		 * (H100, 20M keys), more than its share of a join gains from the
-		 * GPU: without the service it searches the image the leader shares
-		 * (eytz_lookup_plan_cost costs it so)
-		 */
-		if (lk->stats.cpu_reason == NULL)
-			lk->stats.cpu_reason = "a parallel worker uses the GPU only through the eytzgpu service";
-	}
-	else if (eytz_device_mode != EYTZ_DEVICE_CPU)
-	{
-		char	   *why = NULL;
-
-		gpu_ok = service ? eytz_service_ready(&why) : eytz_device_available(&why);
-		if (!gpu_ok && lk->stats.cpu_reason == NULL)
-		{
-			eytz_device_report_unavailable(why);
-			lk->stats.cpu_reason = why;
-		}
-	}
-	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-						  !lk->want && eytz_image_pages_ok(lk->index, &meta), gpu_ok,
-						  gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
-									 eytz_device_resident(lk->index, meta.generation)),
-						  Max(nkeys, 1.0), &startup, &per_key);
-}
-
 EytzLookup *
 eytz_lookup_begin(Relation index, double expected_keys, MemoryContext cxt)
 {
@@ -522,31 +136,11 @@ eytz_lookup_begin(Relation index, double expected_keys, MemoryContext cxt)
 	lk->expected_keys = expected_keys;
 	lk->phase = PHASE_DONE;
 	/* unpin also when the query fails */
-	lk->unpin_cb.func = view_unpin_cb;
+	lk->unpin_cb.func = eytz_lookup_unpin_view_cb;
 	lk->unpin_cb.arg = lk;
 	MemoryContextRegisterResetCallback(cxt, &lk->unpin_cb);
-	pin_view(lk, choose_view(lk, expected_keys));
+	eytz_lookup_pin_view(lk, eytz_lookup_choose_view(lk, expected_keys));
 	return lk;
-}
-
-/*
- * Before a batch: a pages view whose keys so far have paid for a load
- * becomes an image or GPU view; one whose generation a merge replaced
- * moves to the new one (any later generation holds every entry the scan's
- * snapshot can see).
- */
-static void
-review_view(EytzLookup *lk)
-{
-	EytzMetaPageData now;
-	EytzViewKind	want;
-
-	if (lk->kind != EYTZ_VIEW_PAGES)
-		return;
-	want = choose_view(lk, Max(lk->expected_keys, (double) lk->keys_seen));
-	eytz_read_meta(lk->index, &now);
-	if (want != EYTZ_VIEW_PAGES || now.generation != lk->meta.generation)
-		pin_view(lk, want);
 }
 
 /*
@@ -621,7 +215,7 @@ eytz_lookup_submit(EytzLookup *lk, const uint64 *lo, const uint64 *hi,
 
 	drop_ahead(lk);
 	lk->keys_seen += nq;
-	review_view(lk);
+	eytz_lookup_review_view(lk);
 	lk->lo = lo;
 	lk->hi = hi;
 	lk->rows = rows;
@@ -801,7 +395,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 	{
 		bool		done = walk_query(lk, lk->out, n, max);
 
-		*n = drop_pending_twins(lk, lk->out, before, *n);
+		*n = eytz_lookup_drop_pending_twins(lk, lk->out, before, *n);
 		if (!done)
 			return false;
 		lk->walk.active = false;
@@ -837,7 +431,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 		lk->next += answer.nq_done;
 		if (!answer.staged)
 			stage_none(lk, before, *n);
-		*n = drop_pending_twins(lk, lk->out, before, *n);
+		*n = eytz_lookup_drop_pending_twins(lk, lk->out, before, *n);
 		/* one GPU answer alone in the chunk needs no sort */
 		if (before == 0)
 			lk->sorted_prefix = *n;
@@ -859,7 +453,7 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 											 lk->heap_all_visible && lk->npending == 0);
 
 		lk->next += done;
-		*n = drop_pending_twins(lk, lk->out, before, *n);
+		*n = eytz_lookup_drop_pending_twins(lk, lk->out, before, *n);
 		if (done > 0)
 			return true;
 		if (before > 0)
@@ -1073,10 +667,10 @@ eytz_lookup_want_columns(EytzLookup *lk, uint32 mask)
 	lk->stage.ncols = j;
 	/* the pinned view has no included values: another view answers */
 	if (lk->kind == EYTZ_VIEW_PINNED)
-		pin_view(lk, choose_view(lk, lk->expected_keys));
+		eytz_lookup_pin_view(lk, eytz_lookup_choose_view(lk, lk->expected_keys));
 	else if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||
 			 (lk->gpu && eytz_device_ndead(lk->gpu) < lk->meta.ndead))
-		pin_view(lk, lk->kind);
+		eytz_lookup_pin_view(lk, lk->kind);
 }
 
 const EytzChunkColumns *
@@ -1126,7 +720,7 @@ eytz_lookup_chunk_current(EytzLookup *lk)
 void
 eytz_lookup_end(EytzLookup *lk)
 {
-	view_unpin(lk);
+	eytz_lookup_unpin_view(lk);
 	/* a scan ended and begun again per rescan must not pile these up */
 	if (lk->order)
 		eytz_scratch_free(lk->order);
