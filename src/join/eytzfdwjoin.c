@@ -1,8 +1,8 @@
 /*
  * eytzfdwjoin.c
- *		The batched join over a foreign inner side ("EytzGPU Foreign Join"):
- *		batched key access through postgres_fdw (or another FDW that ships
- *		"column = ANY($param)").
+ *		The planner of the batched join over a foreign inner side ("EytzGPU
+ *		Foreign Join", run by eytzfdwjoinexec.c): batched key access through
+ *		postgres_fdw (or another FDW that ships "column = ANY($param)").
  *
  * When the inner side of an INNER, LEFT, SEMI or ANTI equi-join is a foreign
  * table, or a partitioned table whose leaves are all foreign tables, the
@@ -19,7 +19,9 @@
  * any is read.  Keys are routed to the leaves by the partition key where it
  * is the join column (eytzpartroute.h), else sent to every leaf.  The rows
  * that come back are matched with the batch through a hash of its keys, and
- * the join's clauses are evaluated locally on each pair.
+ * the join's clauses are evaluated locally on each pair.  The joins it takes,
+ * its leaves, its path and its plan's scan tuple are built as the EytzGPU
+ * Join's are (eytzjoinplan.h, eytzjoinleaves.h).
  *
  * The plan: custom_plans are the outer plan and the inner one (a
  * ForeignScan, or an Append of ForeignScans); custom_scan_tlist is the outer

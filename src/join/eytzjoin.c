@@ -1,7 +1,8 @@
 /*
  * eytzjoin.c
  *		Planner side of the batched index-nested-loop join ("EytzGPU Join"):
- *		GUCs, the set_join_pathlist_hook, costing and the CustomScan plan.
+ *		GUCs, the set_join_pathlist_hook, its paths and the CustomScan plan
+ *		(costed by eytzjoincost.c, built with eytzjoinplan.h's pieces).
  *
  * When the inner side of an INNER, LEFT, SEMI or ANTI join is a plain table
  * with an eytzgpu index whose column is compared with an expression of the
