@@ -20,7 +20,7 @@ MODULE_big = eytzgpu
 DATA = $(wildcard sql/eytzgpu--*.sql)
 PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"
 
-# src/<subsystem>/*.c (README, Development: the table of files)
+# src/<subsystem>/*.c (docs/development.md: the table of files)
 SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c)))
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*/*.c)))
 

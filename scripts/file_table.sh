@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/file_table.sh: the README's table of source files (Development),
+# scripts/file_table.sh: the table of source files in docs/development.md,
 # made from each file's purpose comment (its first sentence) and its length,
 # so that the table says what the files say of themselves.
 #
