@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "eytzgpu_cuda.h"
+#include "eytzgpu_cuda_test.h"
 #include "eytz_layout.h"
 #include "eytz_tuning.h"
 

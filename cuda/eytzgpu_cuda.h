@@ -43,30 +43,10 @@ extern "C"
 #define EYTZGPU_MAX_COLUMNS	16
 
 /*
- * Flags for upload/build (resident layout) and for lookup (strategy).
- * Zero means "let the library choose" everywhere.
+ * Flags of eytzgpu_lookup_join_submit; 0 lets the library choose everything
+ * (upload and build take 0).  The flags that force a layout or a search
+ * strategy, for the kernels' tests and benchmarks, are eytzgpu_cuda_test.h's.
  */
-#define EYTZGPU_LAYOUT_AUTO		0x0000u
-#define EYTZGPU_LAYOUT_SOA		0x0001u	/* keys[] and payloads[] apart */
-#define EYTZGPU_LAYOUT_AOS		0x0002u	/* per node: k-1 keys, then k-1 payloads */
-#define EYTZGPU_NO_EBS_COPY		0x0004u	/* no binary (k = 2) copy of tiny indexes (README) */
-
-#define EYTZGPU_STRAT_AUTO		0x0000u	/* composite strategy (paper section 8) */
-#define EYTZGPU_STRAT_SINGLE	0x0010u	/* one thread per lookup: EBS if k = 2, else EKS single */
-#define EYTZGPU_STRAT_GROUP		0x0020u	/* EKS group: k-1 threads per lookup (k > 2) */
-#define EYTZGPU_STRAT_EBS		0x0030u	/* EBS on the binary copy (or the index if k = 2) */
-#define EYTZGPU_STRAT_MASK		0x00F0u
-#define EYTZGPU_REORDER_AUTO	0x0000u
-#define EYTZGPU_REORDER_NONE	0x0100u
-#define EYTZGPU_REORDER_LOCAL	0x0200u	/* block-local sort of the lookup keys */
-#define EYTZGPU_REORDER_GLOBAL	0x0300u	/* device-wide radix sort of the lookup keys */
-#define EYTZGPU_REORDER_MASK	0x0300u
-#define EYTZGPU_PIN_AUTO		0x0000u
-#define EYTZGPU_PIN_OFF			0x0400u	/* no shared-memory pinning of top levels */
-#define EYTZGPU_PIN_ON			0x0800u
-#define EYTZGPU_PIN_MASK		0x0C00u
-#define EYTZGPU_POISON			0x1000u	/* testing: fill device outputs with 0xFF first */
-#define EYTZGPU_UNIQUE			0x2000u	/* the caller knows the keys are unique: one match per point at most */
 #define EYTZGPU_ROWS_ASCENDING	0x4000u	/* join: rows[i] < rows[i + 1] (cheaper sort; verified) */
 
 /* What probe reports */
@@ -86,23 +66,6 @@ typedef struct EytzGpuInfo
 typedef struct EytzGpuIndex EytzGpuIndex;
 
 /*
- * Result of one lookup batch: CSR over the nq queries.  The matches of query
- * i are payloads[offsets[i] .. offsets[i+1]), in no particular order (they come
- * grouped by tree level).  offsets has nq+1 entries, offsets[nq] == total.
- * Both arrays live in pinned host memory owned by the handle and stay valid
- * until the next lookup on that handle or its free.
- */
-typedef struct EytzGpuResult
-{
-	const uint64_t *offsets;
-	const uint64_t *payloads;
-	uint64_t	total;
-	uint32_t	strategy;		/* EYTZGPU_STRAT_* | EYTZGPU_REORDER_* | EYTZGPU_PIN_* used */
-	float		kernel_ms;		/* device time of sort/count/scan/fill or the one pass (CUDA events) */
-	float		total_ms;		/* wall time of the call, transfers included */
-} EytzGpuResult;
-
-/*
  * Is a usable GPU present?  device < 0 means device 0.  Fills *info (may be
  * NULL).  EYTZGPU_ENODEV when there is no driver or no device.
  */
@@ -117,8 +80,8 @@ extern int	eytzgpu_device_count(int *count, char *errbuf, size_t errlen);
 
 /*
  * Upload an index already in Eytzinger order (fan-out k, n entries; keys of
- * key_width 4 or 8 bytes, host arrays of n each).  flags: EYTZGPU_LAYOUT_*
- * (default SoA, the faster one on the H100), EYTZGPU_NO_EBS_COPY.
+ * key_width 4 or 8 bytes, host arrays of n each).  flags: 0 (the layout
+ * flags are eytzgpu_cuda_test.h's).
  * *out receives the handle; *device_bytes (may be NULL) the device memory it
  * holds.  n may be 0 (every lookup then returns no match).
  */
@@ -145,19 +108,8 @@ extern int	eytzgpu_build(int device, const void *keys, const uint64_t *payloads,
 						  char *errbuf, size_t errlen);
 
 /*
- * Look up nq queries: range [lo[i], hi[i]] (inclusive; empty if hi < lo) of
- * the index's key width.  hi == NULL means point lookups (hi = lo).  Every
- * match is returned (count pass, exclusive scan, fill: nothing is truncated).
- * flags: EYTZGPU_STRAT_*, EYTZGPU_REORDER_*, EYTZGPU_PIN_*, 0 = automatic.
- * nq must be below 2^31; nq = 0 is fine.
- */
-extern int	eytzgpu_lookup(EytzGpuIndex *idx, const void *lo, const void *hi,
-						   uint64_t nq, uint32_t flags, EytzGpuResult *res,
-						   char *errbuf, size_t errlen);
-
-/*
- * Result of one join-shaped batch (eytzgpu_lookup_join): the matches of the
- * first nq_done queries as pairs (payloads[j], rows[j]), j < nmatch, sorted
+ * Result of one join-shaped batch (eytzgpu_lookup_join_wait): the matches
+ * of the first nq_done queries as pairs (payloads[j], rows[j]), j < nmatch, sorted
  * by payload, then row; tombstones (a payload whose block part, payload >>
  * 16, is 0xFFFFFFFF) are dropped.  For each attached column c in the mask
  * of eytzgpu_join_columns, columns[c] holds the match's value (nmatch values
@@ -190,33 +142,23 @@ typedef struct EytzGpuJoinResult
  * rows[i].  Keys are narrowed to the index's width on the GPU (the low 4
  * bytes for a 4-byte index).  The answer covers the longest prefix of the
  * queries, in the caller's order, whose matches (tombstones counted) number
- * at most max_matches: res->nq_done queries, 0 when query 0 alone has more
- * (walk it on the CPU).  Point batches take the point fast paths, with no
+ * at most max_matches: the result's nq_done queries, 0 when query 0 alone
+ * has more (walk it on the CPU).  Point batches take the point fast paths, with no
  * count pass, when the index's keys are unique (checked at upload/build) or
- * flags has EYTZGPU_UNIQUE (then one of a key's matches is returned).
- * flags: EYTZGPU_STRAT_* / _REORDER_* / _PIN_* as for eytzgpu_lookup,
- * EYTZGPU_UNIQUE, EYTZGPU_POISON, EYTZGPU_ROWS_ASCENDING (the caller's rows
- * ascend strictly in query order, as an outer batch's do: the matches are
- * then sorted by payload alone, stably, which costs about a third of the
- * (payload, row) sort; a batch whose rows do not ascend fails with
- * EYTZGPU_EINVAL at its wait).  nq < 2^31; payloads must not equal
- * EYTZGPU_NO_MATCH.  The same as eytzgpu_lookup_join_submit, then
- * eytzgpu_lookup_join_wait.
- */
-extern int	eytzgpu_lookup_join(EytzGpuIndex *idx, const uint64_t *lo, const uint64_t *hi,
-								const uint32_t *rows, uint64_t nq, uint64_t max_matches,
-								uint32_t flags, EytzGpuJoinResult *res,
-								char *errbuf, size_t errlen);
-
-/*
- * Start a join batch (the arguments of eytzgpu_lookup_join) and return
- * while the GPU works; at most one batch is in flight per handle.  The
- * inputs are copied into the pinned input set of this batch, so the caller
- * may reuse its arrays at once; arrays obtained from
- * eytzgpu_lookup_join_inputs for this batch are used in place (no copy).
- * The results of the previous batch stay readable until this batch's wait
- * returns.  Ranges (or duplicate keys) need a count pass, after which this
- * call waits for the count before it returns (to size the results).
+ * flags has EYTZGPU_UNIQUE (eytzgpu_cuda_test.h).
+ * flags: EYTZGPU_ROWS_ASCENDING: the caller's rows ascend strictly in query
+ * order, as an outer batch's do, and the matches are then sorted by payload
+ * alone, stably, a cheaper sort than by (payload, row); a batch whose rows
+ * do not ascend fails with EYTZGPU_EINVAL at its wait.  nq < 2^31;
+ * payloads must not equal EYTZGPU_NO_MATCH.
+ *
+ * The call starts the batch and returns while the GPU works; at most one
+ * batch is in flight per handle (eytzgpu_lookup_join_wait collects it).
+ * The inputs are copied into the pinned input set of this batch, so the
+ * caller may reuse its arrays at once.  The results of the previous batch
+ * stay readable until this batch's wait returns.  Ranges (or duplicate
+ * keys) need a count pass, after which this call waits for the count before
+ * it returns (to size the results).
  */
 extern int	eytzgpu_lookup_join_submit(EytzGpuIndex *idx, const uint64_t *lo, const uint64_t *hi,
 									   const uint32_t *rows, uint64_t nq, uint64_t max_matches,
@@ -225,16 +167,6 @@ extern int	eytzgpu_lookup_join_submit(EytzGpuIndex *idx, const uint64_t *lo, con
 /* Wait for the batch in flight and describe its result (EYTZGPU_EINVAL if none) */
 extern int	eytzgpu_lookup_join_wait(EytzGpuIndex *idx, EytzGpuJoinResult *res,
 									 char *errbuf, size_t errlen);
-
-/*
- * Pinned input arrays for the next submitted batch of up to nq queries
- * (*hi only when hi is not NULL): a caller that fills them and passes them
- * to eytzgpu_lookup_join(_submit) saves the copy into pinned memory.  Valid
- * until that submit; not while another batch's inputs are still wanted.
- */
-extern int	eytzgpu_lookup_join_inputs(EytzGpuIndex *idx, uint64_t nq, uint64_t **lo,
-									   uint64_t **hi, uint32_t **rows,
-									   char *errbuf, size_t errlen);
 
 /*
  * Attach m included columns to a resident index (replacing any attached
@@ -258,10 +190,6 @@ extern int	eytzgpu_join_columns(EytzGpuIndex *idx, uint32_t mask, char *errbuf, 
 
 /* Release a handle and all its device and pinned memory.  NULL is a no-op. */
 extern void eytzgpu_free(EytzGpuIndex *idx);
-
-/* Facts about a handle (any pointer may be NULL) */
-extern void eytzgpu_index_info(const EytzGpuIndex *idx, uint64_t *n, int *key_width,
-							   uint32_t *k, uint32_t *layout, uint64_t *device_bytes);
 
 /* Text for a return code */
 extern const char *eytzgpu_strerror(int code);

@@ -623,20 +623,3 @@ eytzgpu_build(int device, const void *keys, const uint64_t *payloads, uint64_t n
 	return rc;
 }
 
-extern "C" void
-eytzgpu_index_info(const EytzGpuIndex *h, uint64_t *n, int *key_width, uint32_t *k,
-				   uint32_t *layout, uint64_t *device_bytes)
-{
-	if (!h)
-		return;
-	if (n)
-		*n = h->n;
-	if (key_width)
-		*key_width = h->kw;
-	if (k)
-		*k = h->k;
-	if (layout)
-		*layout = h->layout;
-	if (device_bytes)
-		*device_bytes = h->dev_bytes;
-}

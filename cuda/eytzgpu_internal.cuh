@@ -18,7 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#include "eytzgpu_cuda.h"
+#include "eytzgpu_cuda_test.h"
 #include "eytz_kernels.cuh"
 #include "eytz_strategy.h"
 

@@ -25,7 +25,7 @@
 #include <thrust/binary_search.h>
 #include <thrust/execution_policy.h>
 
-#include "eytzgpu_cuda.h"
+#include "eytzgpu_cuda_test.h"
 #include "eytz_kernels.cuh"
 
 using namespace eytzk;

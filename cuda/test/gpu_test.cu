@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "eytzgpu_cuda.h"
+#include "eytzgpu_cuda_test.h"
 #include "eytz_cpu_ref.h"
 #include "eytz_kernels.cuh"
 
