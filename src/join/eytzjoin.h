@@ -20,6 +20,12 @@
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
 extern int	eytz_lookup_overlap;
+extern int	eytz_join_heap_order;	/* eytzjoinsorted.c */
+
+/* eytzgpu.join_heap_order */
+#define EYTZ_HEAP_ORDER_OFF		0
+#define EYTZ_HEAP_ORDER_AUTO	1
+#define EYTZ_HEAP_ORDER_ON		2
 
 /* eytzgpu.lookup_overlap */
 #define EYTZ_OVERLAP_OFF	0
@@ -102,5 +108,8 @@ eytz_parallel_divisor(int workers)
 
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);
+
+/* eytzjoinsorted.c: eytzgpu.join_heap_order */
+extern void eytz_heap_order_init(void);
 
 #endif							/* EYTZJOIN_H */
