@@ -109,7 +109,9 @@ eytz_parallel_divisor(int workers)
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);
 
-/* eytzjoinsorted.c: eytzgpu.join_heap_order */
+/* eytzjoinsorted.c: eytzgpu.join_heap_order, and its cost for the planner */
 extern void eytz_heap_order_init(void);
+extern Cost eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
+								 Cost cost_per_page);
 
 #endif							/* EYTZJOIN_H */

@@ -41,6 +41,8 @@
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
 #include "executor/executor.h"
+#include "executor/nodeHash.h"
+#include "optimizer/cost.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/datum.h"
@@ -114,9 +116,51 @@ eytz_heap_order_init(void)
 }
 
 /*
- * auto: would the outer rows still to come, in full batches, visit the heap
- * pages so often that sorting their matches costs less?  Each batch visits
- * about pages * (1 - exp(-batch matches / pages)) of them (each once).
+ * Would "batches" batches over a heap of "pages" pages, "matches" matches
+ * in all, visit its pages so often that sorting the matches costs less?
+ * Each batch visits about pages * (1 - exp(-batch matches / pages)) of
+ * them; a heap that shared buffers keep costs little to visit again.
+ */
+static bool
+sorting_pays(double batches, double pages, double matches)
+{
+	double		per_batch;
+
+	if (pages <= NBuffers / 2 || batches < 2)
+		return false;
+	per_batch = pages * (1.0 - exp(-matches / batches / pages));
+	return (batches - 1) * per_batch * MATCHES_PER_PAGE_VISIT > matches;
+}
+
+/*
+ * The planner's cost of the join's heap visits beyond one pass over the
+ * heap_pages pages (cost_per_page each) that its matches read: where the executor
+ * would sort the matches (auto: sorting_pays; on), a per-match cost of the
+ * sort like the fetch's own; else each batch after the first visits its
+ * pages again.  Batches are bounded by work_mem * hash_mem_multiplier as
+ * the executor bounds them (about 64 bytes an outer row).
+ */
+Cost
+eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
+					 Cost cost_per_page)
+{
+	double		rows_mem = get_hash_memory_limit() * (1.0 - 1.0 / EYTZ_CHUNK_SHARE);
+	double		cap = Max(1.0, Min((double) eytz_batch_size, rows_mem / 64.0));
+	double		batches = ceil(outer_rows / cap);
+	double		per_batch = heap_pages * (1.0 - exp(-matches / Max(batches, 1.0) / heap_pages));
+	Cost		sort = matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost);
+
+	if (batches < 2 || eytz_join_heap_order == EYTZ_HEAP_ORDER_OFF)
+		return heap_pages <= NBuffers / 2 ? 0 : (batches - 1) * per_batch * cost_per_page;
+	if (eytz_join_heap_order == EYTZ_HEAP_ORDER_ON || sorting_pays(batches, heap_pages, matches))
+		return sort;
+	/* revisits of pages that shared buffers keep: as before, not charged */
+	return heap_pages <= NBuffers / 2 ? 0 : (batches - 1) * per_batch * cost_per_page;
+}
+
+/*
+ * auto: would the outer rows still to come, in full batches, visit the
+ * heap pages so often that sorting their matches costs less?
  */
 static bool
 heap_order_pays(EytzJoinState *st)
@@ -124,26 +168,18 @@ heap_order_pays(EytzJoinState *st)
 	double		pages = 0;
 	double		matches = 0;
 	double		rows_left,
-				batches_left,
-				per_batch,
-				visits_saved;
+				batches_left;
 
 	for (int l = 0; l < st->nleaves; l++)
 	{
 		pages += RelationGetNumberOfBlocks(st->leaves[l].heap);
 		matches += eytz_lookup_stats(st->leaves[l].lookup)->matches;
 	}
-	/* a heap that shared buffers keep costs little to visit again */
-	if (pages <= NBuffers / 2 || st->outer_rows == 0)
+	if (st->outer_rows == 0)
 		return false;
 	rows_left = st->expected_keys - st->outer_rows;
 	batches_left = ceil(rows_left / st->cap);
-	if (batches_left < 2)
-		return false;
-	matches *= rows_left / st->outer_rows;
-	per_batch = pages * (1.0 - exp(-matches / batches_left / pages));
-	visits_saved = (batches_left - 1) * per_batch;
-	return visits_saved * MATCHES_PER_PAGE_VISIT > matches;
+	return sorting_pays(batches_left, pages, matches * rows_left / st->outer_rows);
 }
 
 /*
@@ -216,7 +252,10 @@ eytz_heap_order_spill(EytzJoinState *st, const EytzMatch *m, uint32 n)
 		bool	   *isnull = slot->tts_isnull;
 
 		ExecClearTuple(slot);
+		/* what a record needs of its row: no serial, no upper bound of a point */
 		memset(isnull, false, REC_OUTER);
+		isnull[REC_SERIAL] = !st->flags_per_match;
+		isnull[REC_HI] = st->point_keys;
 		v[REC_KEY] = Int64GetDatum((int64) (leaf | m[i].tid));
 		v[REC_SERIAL] = Int64GetDatum((int64) (ho->serial_base + row));
 		if (st->keep_rows)
@@ -376,6 +415,8 @@ eytz_heap_order_next_window(EytzJoinState *st)
 		ho->window[n].row = n;
 		ho->window[n].unused = 0;
 		ho->serials[n] = (uint64) DatumGetInt64(slot->tts_values[REC_SERIAL]);
+		if (slot->tts_isnull[REC_HI])
+			slot->tts_values[REC_HI] = slot->tts_values[REC_LO];
 		if (st->keep_rows)
 		{
 			BatchRow   *r = batch_row(st, n);
