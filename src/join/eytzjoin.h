@@ -14,8 +14,9 @@
 #include "optimizer/optimizer.h"
 
 /*
- * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size,
- * lookup_overlap (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
+ * GUCs: enable_join, page_touch_cost (eytzjoin.c), batch_size
+ * (eytzjoinbatch.c), lookup_overlap (eytzjoinexec.c), join_heap_order
+ * (eytzjoinsorted.c); eytzgpu.parallel_image is eytzimage.h's
  */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;

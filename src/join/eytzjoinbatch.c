@@ -16,6 +16,9 @@
 #include "eytzcompat.h"
 #include "eytzjoinexec.h"
 
+/* eytzgpu.batch_size (registered by eytz_join_init) */
+int			eytz_batch_size = 1048576;
+
 /* Bytes of one set of batch arrays: the rows, then the queries */
 static inline Size
 batch_rows_bytes(EytzJoinState *st)

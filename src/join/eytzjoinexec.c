@@ -67,8 +67,7 @@
 #include "eytzcompat.h"
 #include "eytzjoinexec.h"
 
-/* the executor's own settings (registered by eytz_join_init) */
-int			eytz_batch_size = 1048576;
+/* the executor's own setting (registered by eytz_join_init) */
 int			eytz_lookup_overlap = EYTZ_OVERLAP_ON;
 
 static void eytz_join_begin(CustomScanState *node, EState *estate, int eflags);
@@ -137,35 +136,6 @@ init_index_only(EytzJoinState *st, List *index_cols)
 			st->index_cols[i++] = col <= 0 ? 0 :
 				1 + pg_popcount32(st->include_mask & ((1U << (col - 1)) - 1));
 	}
-}
-
-/*
- * Make leaf i the current one: the fetch and the lookup read the current
- * leaf's fields.  The visibility map pages pinned are the last leaf's.
- */
-void
-eytz_join_use_leaf(EytzJoinState *st, int i)
-{
-	EytzJoinLeaf *leaf = &st->leaves[i];
-
-	if (st->heap != NULL && st->heap != leaf->heap)
-	{
-		for (int b = 0; b < EYTZ_VM_BUFS; b++)
-		{
-			if (BufferIsValid(st->vmbufs[b]))
-				ReleaseBuffer(st->vmbufs[b]);
-			st->vmbufs[b] = InvalidBuffer;
-		}
-	}
-	st->index = leaf->index;
-	st->heap = leaf->heap;
-	st->lookup = leaf->lookup;
-	st->hf = leaf->hf;
-	st->keyattno = leaf->keyattno;
-	st->inner_attnos = leaf->inner_attnos;
-	st->inner_natts = leaf->inner_natts;
-	st->inner_direct = leaf->inner_direct;
-	st->vm_seen_blocks = leaf->vm_seen_blocks;
 }
 
 /*

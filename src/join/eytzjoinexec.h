@@ -419,8 +419,34 @@ set_row_matched(EytzJoinState *st, uint32 row, BatchRow *r)
 	row_flags(st, r)[FLAG_MATCHED] = true;
 }
 
-/* eytzjoinexec.c: make leaf i the current one */
-extern void eytz_join_use_leaf(EytzJoinState *st, int i);
+/*
+ * Make leaf i the current one: the fetch and the lookup read the current
+ * leaf's fields.  The visibility map pages pinned are the last leaf's.
+ */
+static inline void
+eytz_join_use_leaf(EytzJoinState *st, int i)
+{
+	EytzJoinLeaf *leaf = &st->leaves[i];
+
+	if (st->heap != NULL && st->heap != leaf->heap)
+	{
+		for (int b = 0; b < EYTZ_VM_BUFS; b++)
+		{
+			if (BufferIsValid(st->vmbufs[b]))
+				ReleaseBuffer(st->vmbufs[b]);
+			st->vmbufs[b] = InvalidBuffer;
+		}
+	}
+	st->index = leaf->index;
+	st->heap = leaf->heap;
+	st->lookup = leaf->lookup;
+	st->hf = leaf->hf;
+	st->keyattno = leaf->keyattno;
+	st->inner_attnos = leaf->inner_attnos;
+	st->inner_natts = leaf->inner_natts;
+	st->inner_direct = leaf->inner_direct;
+	st->vm_seen_blocks = leaf->vm_seen_blocks;
+}
 
 /* eytzjoinbatch.c: the outer rows and their batches */
 extern void eytz_join_alloc_batch_arrays(EytzJoinState *st);
