@@ -84,6 +84,9 @@ static const struct config_enum_entry heap_order_options[] = {
  */
 #define MATCHES_PER_PAGE_VISIT 8.0
 
+/* matches ahead whose rows a spill prefetches (each match's put is long) */
+#define SPILL_AHEAD 32
+
 typedef struct EytzHeapOrder
 {
 	TupleDesc	desc;
@@ -251,6 +254,23 @@ eytz_heap_order_spill(EytzJoinState *st, const EytzMatch *m, uint32 n)
 		Datum	   *v = slot->tts_values;
 		bool	   *isnull = slot->tts_isnull;
 
+		/* the rows of the matches ahead, at random in the batch: their misses overlap */
+		if (i + SPILL_AHEAD < n)
+		{
+			uint32		ahead = m[i + SPILL_AHEAD].row;
+
+			if (st->keep_rows)
+			{
+				__builtin_prefetch(batch_row(st, ahead));
+				__builtin_prefetch(row_flags(st, batch_row(st, ahead)));
+			}
+			else
+			{
+				__builtin_prefetch(&st->qlo[ahead]);
+				if (!st->point_keys)
+					__builtin_prefetch(&st->qhi[ahead]);
+			}
+		}
 		ExecClearTuple(slot);
 		/* what a record needs of its row: no serial, no upper bound of a point */
 		memset(isnull, false, REC_OUTER);
@@ -277,7 +297,8 @@ eytz_heap_order_spill(EytzJoinState *st, const EytzMatch *m, uint32 n)
 		else
 		{
 			v[REC_LO] = Int64GetDatum((int64) st->qlo[row]);
-			v[REC_HI] = Int64GetDatum((int64) st->qhi[row]);
+			/* a point's upper bound is its lower one: not read (a miss) */
+			v[REC_HI] = st->point_keys ? (Datum) 0 : Int64GetDatum((int64) st->qhi[row]);
 			for (int c = 0; c < st->nouter; c++)
 			{
 				v[REC_OUTER + c] = (Datum) 0;
