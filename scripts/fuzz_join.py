@@ -19,7 +19,9 @@ inner quals, system and TOASTable columns) and two index or index-only scans
 against a seq scan, then changes the tables (inserts, updates of values and
 keys, deletes, then VACUUM, eytzgpu_merge or REINDEX).  FUZZ_DEVICE=gpu runs
 the joins on the GPU; FUZZ_BIG=1 takes 200k-1M inner and 300k-600k outer
-rows (batches the GPU stages on several threads).  Exits 1 on any
+rows (batches the GPU stages on several threads). FUZZ_HEAP_ORDER=on (or off)
+sets eytzgpu.join_heap_order: every join's heap matches sorted by TID and
+fetched in one pass.  Exits 1 on any
 difference, 2 on an SQL error; the seed reproduces the campaign.  Not part
 of the test suite (a campaign takes minutes); the suite's own differential
 tests are in sql/ and t/.
@@ -191,6 +193,8 @@ for i in range(rounds):
                f"SET eytzgpu.image_cache_limit = {rnd.choice([0, 1024])};\n")
     if os.environ.get("FUZZ_DEVICE"):
         script += f"SET eytzgpu.device = {os.environ['FUZZ_DEVICE']};\n"
+    if os.environ.get("FUZZ_HEAP_ORDER"):
+        script += f"SET eytzgpu.join_heap_order = {os.environ['FUZZ_HEAP_ORDER']};\n"
     for q in rnd.sample(joins, 4):
         script += f"SELECT '{i} J ' || join_check($q${q}$q$);\n"
     for q in rnd.sample(scans, 2):

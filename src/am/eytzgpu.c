@@ -53,6 +53,7 @@ _PG_init(void)
 					  EYTZ_PENDING_LIMIT_AUTO, 16, 64 * 1024 * 1024,
 					  AccessExclusiveLock);
 	eytz_join_init();
+	eytz_heap_order_init();
 	eytz_fdwjoin_init();
 	eytz_lookup_init();
 	eytz_service_init();

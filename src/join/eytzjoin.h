@@ -16,12 +16,19 @@
 #include "optimizer/optimizer.h"
 
 /*
- * GUCs: enable_join (eytzjoin.c), page_touch_cost (eytzjoincost.c), batch_size,
- * lookup_overlap (eytzjoinexec.c); eytzgpu.parallel_image is eytzimage.h's
+ * GUCs: enable_join (eytzjoin.c), page_touch_cost (eytzjoincost.c),
+ * batch_size (eytzjoinbatch.c), lookup_overlap (eytzjoinexec.c),
+ * join_heap_order (eytzjoinsorted.c); eytzgpu.parallel_image is eytzimage.h's
  */
 extern bool eytz_enable_join;
 extern int	eytz_batch_size;
 extern int	eytz_lookup_overlap;
+extern int	eytz_join_heap_order;	/* eytzjoinsorted.c */
+
+/* eytzgpu.join_heap_order */
+#define EYTZ_HEAP_ORDER_OFF		0
+#define EYTZ_HEAP_ORDER_AUTO	1
+#define EYTZ_HEAP_ORDER_ON		2
 
 /* eytzgpu.lookup_overlap */
 #define EYTZ_OVERLAP_OFF	0
@@ -98,5 +105,10 @@ eytz_parallel_divisor(int workers)
 
 /* eytzjoinexec.c */
 extern Node *eytz_join_create_scan_state(CustomScan *cscan);
+
+/* eytzjoinsorted.c: eytzgpu.join_heap_order, and its cost for the planner */
+extern void eytz_heap_order_init(void);
+extern Cost eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
+								 Cost cost_per_page);
 
 #endif							/* EYTZJOIN_H */

@@ -218,6 +218,8 @@ eytz_join_cost(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
 				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
 		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
+	/* each batch's visits of a large heap, or the matches sorted (eytzjoinsorted.c) */
+	run += eytz_heap_order_cost(outer_rows, matches, heap_pages, cost_per_page);
 	if (in_workers)
 	{
 		/*

@@ -67,8 +67,7 @@
 #include "eytzcompat.h"
 #include "eytzjoinexec.h"
 
-/* the executor's own settings (registered by eytz_join_init) */
-int			eytz_batch_size = 1048576;
+/* the executor's own setting (registered by eytz_join_init) */
 int			eytz_lookup_overlap = EYTZ_OVERLAP_ON;
 
 static void eytz_join_begin(CustomScanState *node, EState *estate, int eflags);
@@ -137,35 +136,6 @@ init_index_only(EytzJoinState *st, List *index_cols)
 			st->index_cols[i++] = col <= 0 ? 0 :
 				1 + pg_popcount32(st->include_mask & ((1U << (col - 1)) - 1));
 	}
-}
-
-/*
- * Make leaf i the current one: the fetch and the lookup read the current
- * leaf's fields.  The visibility map pages pinned are the last leaf's.
- */
-static void
-eytz_join_use_leaf(EytzJoinState *st, int i)
-{
-	EytzJoinLeaf *leaf = &st->leaves[i];
-
-	if (st->heap != NULL && st->heap != leaf->heap)
-	{
-		for (int b = 0; b < EYTZ_VM_BUFS; b++)
-		{
-			if (BufferIsValid(st->vmbufs[b]))
-				ReleaseBuffer(st->vmbufs[b]);
-			st->vmbufs[b] = InvalidBuffer;
-		}
-	}
-	st->index = leaf->index;
-	st->heap = leaf->heap;
-	st->lookup = leaf->lookup;
-	st->hf = leaf->hf;
-	st->keyattno = leaf->keyattno;
-	st->inner_attnos = leaf->inner_attnos;
-	st->inner_natts = leaf->inner_natts;
-	st->inner_direct = leaf->inner_direct;
-	st->vm_seen_blocks = leaf->vm_seen_blocks;
 }
 
 /*
@@ -317,57 +287,6 @@ chunk_match_bytes(EytzJoinState *st)
 	return bytes;
 }
 
-/* Bytes of one set of batch arrays: the rows, then the queries */
-static inline Size
-batch_rows_bytes(EytzJoinState *st)
-{
-	return MAXALIGN(st->row_stride * st->cap);
-}
-
-static inline Size
-batch_bytes(EytzJoinState *st)
-{
-	return batch_rows_bytes(st) +
-		MAXALIGN((2 * sizeof(uint64) + sizeof(uint32)) * (Size) st->cap);
-}
-
-/* Carve a set of batch arrays out of p (batch_bytes long) into b */
-static void
-carve_batch(EytzJoinState *st, char *p, JoinBatch *b)
-{
-	b->rowmem = p;
-	b->qlo = (uint64 *) (p + batch_rows_bytes(st));
-	b->qhi = b->qlo + st->cap;
-	b->qrow = (uint32 *) (b->qhi + st->cap);
-}
-
-/*
- * The batch arrays for the largest batch (and the index-only plan's flags
- * and heap matches for the largest chunk), in one scratch array that the backend keeps from
- * scan to scan: fresh memory costs a page fault per page touched (so does
- * growing the arrays with the batches), and a short scan touches only the
- * pages of its small first batches.
- */
-static void
-alloc_batch_arrays(EytzJoinState *st)
-{
-	Size		deferred = st->index_only ? 2 * sizeof(EytzMatch) * (Size) st->chunk_cap : 0;
-	Size		flags = st->index_only ? sizeof(bool) * (Size) st->chunk_cap : 0;
-	char	   *p = eytz_scratch_alloc(st->css.ss.ps.state->es_query_cxt,
-									   EYTZ_ROW_ALIGN + batch_bytes(st) + deferred + flags);
-	JoinBatch	b;
-
-	p = (char *) TYPEALIGN(EYTZ_ROW_ALIGN, p);
-	carve_batch(st, p, &b);
-	st->rowmem = b.rowmem;
-	st->qlo = b.qlo;
-	st->qhi = b.qhi;
-	st->qrow = b.qrow;
-	p += batch_bytes(st);
-	st->deferred = st->index_only ? (EytzMatch *) p : NULL;
-	st->from_index = st->index_only ? (bool *) (p + deferred) : NULL;
-}
-
 /*
  * Pin the index's view, open the heap fetch and size batches and chunks,
  * once per scan: a quarter of work_mem for a chunk of matches, the rest for
@@ -462,243 +381,10 @@ eytz_join_start(EytzJoinState *st)
 	 */
 	st->overlap = eytz_lookup_overlap != EYTZ_OVERLAP_OFF &&
 		(Size) st->cap * per_row * 2 <= st->rows_mem;
-	alloc_batch_arrays(st);
+	eytz_join_alloc_batch_arrays(st);
 	st->started = true;
 }
 
-/* Key range of one outer row from its key expressions; false: no match */
-static bool
-row_range(EytzJoinState *st, ExprContext *econtext, uint64 *lo, uint64 *hi)
-{
-	int			i;
-
-	if (st->plain_key)
-	{
-		/* the key itself, as scalar_range makes it */
-		AttrNumber	a = st->key_attnos[0];
-
-		if (econtext->ecxt_scantuple->tts_isnull[a - 1])
-			return false;
-		*lo = *hi = st->kt->encode(econtext->ecxt_scantuple->tts_values[a - 1]);
-		return true;
-	}
-	*lo = st->kt->dom_min;
-	*hi = st->kt->dom_max;
-	for (i = 0; i < st->nclauses; i++)
-	{
-		AttrNumber	a = st->key_attnos[i];
-		bool		isnull;
-		Datum		v;
-		EytzRange	r;
-
-		if (a > 0)
-		{
-			/* the outer tuple is deformed: no expression to run */
-			v = econtext->ecxt_scantuple->tts_values[a - 1];
-			isnull = econtext->ecxt_scantuple->tts_isnull[a - 1];
-		}
-		else
-			v = ExecEvalExprSwitchContext(st->keyexprs[i], econtext, &isnull);
-
-		/* btree operators are strict: NULL never matches */
-		if (isnull)
-			return false;
-		if (!scalar_range(st->index, st->kt, st->strategies[i], st->argtypes[i], v, &r))
-			return false;
-		*lo = Max(*lo, r.lo);
-		*hi = Min(*hi, r.hi);
-		if (*lo > *hi)
-			return false;
-	}
-	return true;
-}
-
-/*
- * The batches of a parallel join's process after its first: an even share
- * of the outer rows the planner expects in all processes, at most the batch
- * size and at least a 16th of it (an underestimate).  Its share is small,
- * and the fewer of its matches a batch holds, the more heap blocks its
- * fetches visit (each block once per batch), so it takes it in one batch;
- * but not more: the leader starts tens of milliseconds before the workers
- * (their start, JIT), and with full batches it took a full one while they
- * started and then finished last (random 20M x 2M, 2 workers on 2 cores:
- * 1.05M outer rows against 0.47M for each worker).
- */
-static uint32
-parallel_batch(EytzJoinState *st)
-{
-	int			workers = st->shared->nworkers;
-	int			procs = workers + (parallel_leader_participation ? 1 : 0);
-	double		share = st->expected_keys * eytz_parallel_divisor(workers) / Max(procs, 1);
-
-	return (uint32) Max(Min(share, (double) eytz_batch_size),
-						(double) (eytz_batch_size / EYTZ_GROWTH));
-}
-
-/* The next outer row: read from its pages directly where that is possible */
-static pg_attribute_always_inline TupleTableSlot *
-next_outer(EytzJoinState *st, PlanState *outer)
-{
-	return st->outer_scan ? eytz_outer_next(st->outer_scan) : ExecProcNode(outer);
-}
-
-/*
- * The queries of up to "want" outer rows whose key is a column of their
- * own (plain_key), read from the outer table's tuples as they lie in its
- * pages: neither a slot nor a deformed row per tuple
- */
-static void
-read_keys_direct(EytzJoinState *st, uint32 want)
-{
-	TupleDesc	desc = eytz_outer_desc(st->outer_scan);
-	AttrNumber	a = eytz_outer_attno(st->outer_scan, st->key_attnos[0]);
-	uint64		(*encode) (Datum value) = st->kt->encode;
-
-	while (st->nrows < want)
-	{
-		HeapTuple	tuple = eytz_outer_next_tuple(st->outer_scan);
-		bool		isnull;
-		Datum		key;
-
-		if (tuple == NULL)
-		{
-			st->outer_done = true;
-			break;
-		}
-		key = heap_getattr(tuple, a, desc, &isnull);
-		if (!isnull)
-		{
-			st->qlo[st->nq] = st->qhi[st->nq] = encode(key);
-			st->qrow[st->nq] = st->nq;
-			st->nq++;
-		}
-		st->nrows++;
-	}
-}
-
-/*
- * Read the next batch of outer rows into the current batch arrays, the
- * rows and their copied values within limit bytes (the outer rows' share
- * of work_mem, less what a batch read before holds).  Where no match reads
- * anything of its row but the key range (an inner join whose projection
- * and quals read no outer column), the batch keeps only the queries, and a
- * match's "row" is its query.
- */
-static void
-read_batch(EytzJoinState *st, Size limit)
-{
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-	PlanState  *outer = outer_ps(st);
-	int			no = st->nouter;
-	uint32		want = Min(st->next_batch, st->cap);
-	Size		used = 0;
-
-	MemoryContextReset(st->batchcxt);
-	st->nrows = 0;
-	st->nq = 0;
-	if (st->outer_scan)
-		eytz_outer_resume(st->outer_scan);
-	if (st->outer_scan && !st->keep_rows && st->plain_key)
-		read_keys_direct(st, want);
-
-	while (!st->keep_rows && st->nrows < want && !st->outer_done)
-	{
-		TupleTableSlot *slot = next_outer(st, outer);
-
-		if (TupIsNull(slot))
-		{
-			st->outer_done = true;
-			break;
-		}
-		/*
-		 * nothing of the row is kept: its query stands for it, and only the
-		 * key columns are deformed (expressions deform what they read)
-		 */
-		if (st->key_natts > 0)
-			slot_getsomeattrs(slot, st->key_natts);
-		econtext->ecxt_scantuple = slot;
-		if (row_range(st, econtext, &st->qlo[st->nq], &st->qhi[st->nq]))
-		{
-			st->qrow[st->nq] = st->nq;
-			st->nq++;
-		}
-		/* only an expression leaves anything in the per-tuple memory */
-		if (st->key_exprs)
-			ResetExprContext(econtext);
-		st->nrows++;
-	}
-	while (st->keep_rows && st->nrows < want && (st->nrows == 0 || used < limit))
-	{
-		TupleTableSlot *slot = next_outer(st, outer);
-		uint32		row = st->nrows;
-		BatchRow   *r = batch_row(st, row);
-		Datum	   *vals = r->values;
-		bool	   *flags = row_flags(st, r);
-		bool	   *nulls = flags + FLAG_NULLS;
-		bool		has_nulls = false;
-		int			i;
-
-		if (TupIsNull(slot))
-		{
-			st->outer_done = true;
-			break;
-		}
-		slot_getallattrs(slot);
-		/* a loop: a few columns, not worth a library call each */
-		for (i = 0; i < no; i++)
-		{
-			MemoryContext old;
-
-			vals[i] = slot->tts_values[i];
-			nulls[i] = slot->tts_isnull[i];
-			has_nulls |= nulls[i];
-			if (nulls[i] || st->outer_byval[i])
-				continue;
-			old = MemoryContextSwitchTo(st->batchcxt);
-			vals[i] = datumCopy(vals[i], false, st->outer_len[i]);
-			MemoryContextSwitchTo(old);
-			used += MAXALIGN(datumGetSize(vals[i], false, st->outer_len[i])) + 16;
-		}
-		used += st->row_bytes;
-		econtext->ecxt_scantuple = slot;
-		if (row_range(st, econtext, &r->lo, &r->hi))
-		{
-			st->qlo[st->nq] = r->lo;
-			st->qhi[st->nq] = r->hi;
-			st->qrow[st->nq] = row;
-			st->nq++;
-		}
-		else
-		{
-			r->lo = 1;
-			r->hi = 0;
-		}
-		ResetExprContext(econtext);
-		flags[FLAG_MATCHED] = false;
-		flags[FLAG_HAS_NULLS] = has_nulls;
-		st->nrows++;
-	}
-	if (st->outer_scan)
-		eytz_outer_pause(st->outer_scan);
-	/*
-	 * Grow geometrically up to the batch size; a parallel join's process
-	 * takes its share after its first batch (parallel_batch)
-	 */
-	st->next_batch = st->shared ? parallel_batch(st) :
-		(uint32) Min((uint64) want * EYTZ_GROWTH, (uint64) eytz_batch_size);
-	if (st->nrows > 0)
-		st->nbatches++;
-	st->used = used;
-	st->scan_reads++;
-}
-
-/*
- * Submit the current batch's key ranges.  true when the lookup works on its
- * first chunk while the caller reads the next batch (the pipeline): not for
- * the scan's first batch, which is small so that a LIMIT above reads few
- * outer rows (reading the next, 16 times larger, batch ahead would undo
- * that; its lookup is too short to hide anything anyway).
- */
 /*
  * Move to the current batch's next leaf that has queries and submit them to
  * its lookup; false when no leaf is left
@@ -734,6 +420,13 @@ next_leaf(EytzJoinState *st)
 	return true;
 }
 
+/*
+ * Submit the current batch's key ranges.  true when the lookup works on its
+ * first chunk while the caller reads the next batch (the pipeline): not for
+ * the scan's first batch, which is small so that a LIMIT above reads few
+ * outer rows (reading the next, 16 times larger, batch ahead would undo
+ * that; its lookup is too short to hide anything anyway).
+ */
 static bool
 start_batch(EytzJoinState *st)
 {
@@ -755,55 +448,6 @@ start_batch(EytzJoinState *st)
 						  eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
 }
 
-/* Exchange the current batch's arrays with the other buffer's */
-static void
-swap_batches(EytzJoinState *st)
-{
-	JoinBatch	cur = {st->rowmem, st->qlo, st->qhi, st->qrow, st->batchcxt,
-	st->nrows, st->nq, st->used};
-
-	st->rowmem = st->other.rowmem;
-	st->qlo = st->other.qlo;
-	st->qhi = st->other.qhi;
-	st->qrow = st->other.qrow;
-	st->batchcxt = st->other.cxt;
-	st->nrows = st->other.nrows;
-	st->nq = st->other.nq;
-	st->used = st->other.used;
-	st->other = cur;
-}
-
-/*
- * While the lookup answers the current batch, read the next one into the
- * other buffer, within what the current one leaves of work_mem.  A batch
- * that this cuts short turns the pipeline off for the rest of the scan
- * (its batches must not be smaller than without it).
- */
-static void
-read_ahead(EytzJoinState *st)
-{
-	Size		held = st->used;
-	uint32		want = Min(st->next_batch, st->cap);
-
-	/* the second set of arrays at the first read ahead (a CPU view takes none) */
-	if (st->other.rowmem == NULL)
-	{
-		MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
-
-		carve_batch(st, (char *) TYPEALIGN(EYTZ_ROW_ALIGN,
-										   eytz_scratch_alloc(cxt, EYTZ_ROW_ALIGN + batch_bytes(st))),
-					&st->other);
-		st->other.cxt = AllocSetContextCreate(cxt, "eytzgpu join batch ahead",
-											  ALLOCSET_DEFAULT_SIZES);
-	}
-	swap_batches(st);
-	stage_enter(st, STAGE_FILL);
-	read_batch(st, held < st->rows_mem ? st->rows_mem - held : 0);
-	if (!st->outer_done && st->nrows < want)
-		st->overlap = false;
-	st->ahead_ready = st->nrows > 0;
-	swap_batches(st);
-}
 
 /* Put batch row's outer values into the scan slot (where not there yet) */
 static void
@@ -861,8 +505,6 @@ other_quals_pass(EytzJoinState *st)
 	return true;
 }
 
-
-
 /*
  * Is key in the range of batch row "row" (r, or without kept rows its
  * query's)?
@@ -913,7 +555,7 @@ next_match(EytzJoinState *st)
 		}
 		/* (no write to a row that nothing reads back) */
 		if (st->flags_per_match)
-			row_flags(st, r)[FLAG_MATCHED] = true;
+			set_row_matched(st, m->row, r);
 		if (st->jointype == JOIN_ANTI)
 			continue;
 		if (!other_quals_pass(st))
@@ -981,24 +623,31 @@ eytz_join_exec(CustomScanState *node)
 		{
 			case PHASE_FILL:
 				CHECK_FOR_INTERRUPTS();
+				if (!st->heap_order_decided)
+					eytz_heap_order_decide(st);
 				if (st->ahead_ready)
 				{
 					/* read while the lookup answered the last batch */
-					swap_batches(st);
+					eytz_join_swap_batches(st);
 					st->ahead_ready = false;
 				}
 				else if (st->outer_done)
 				{
+					/* heap order: now the sorted matches */
 					st->phase = PHASE_DONE;
+					if (st->heap_order)
+						st->phase = eytz_heap_order_next_window(st) ?
+							PHASE_SORTED : PHASE_SORTED_UNMATCHED;
+					set_inner_nulls(st);
 					break;
 				}
 				else
 				{
 					stage_enter(st, STAGE_FILL);
-					read_batch(st, st->rows_mem);
+					eytz_join_read_batch(st, st->rows_mem);
 				}
 				if (start_batch(st) && !st->outer_done)
-					read_ahead(st);
+					eytz_join_read_ahead(st);
 				st->phase = PHASE_MATCHES;
 				break;
 
@@ -1009,6 +658,8 @@ eytz_join_exec(CustomScanState *node)
 					stage_enter(st, STAGE_FETCH);
 					eytz_heap_reset(st->hf);
 					st->phase = PHASE_FILL;
+					if (st->heap_order)
+						eytz_heap_order_batch_end(st);
 					if (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI)
 					{
 						set_inner_nulls(st);
@@ -1021,6 +672,23 @@ eytz_join_exec(CustomScanState *node)
 				res = next_unmatched(st);
 				if (res == NULL)
 					st->phase = PHASE_FILL;
+				break;
+
+			case PHASE_SORTED:
+				res = next_match(st);
+				if (res == NULL && !eytz_heap_order_next_window(st))
+				{
+					set_inner_nulls(st);
+					st->phase = PHASE_SORTED_UNMATCHED;
+				}
+				break;
+
+			case PHASE_SORTED_UNMATCHED:
+				while (res == NULL && eytz_heap_order_next_unmatched(st))
+					if (other_quals_pass(st))
+						res = project(st);
+				if (res == NULL)
+					st->phase = PHASE_DONE;
 				break;
 
 			case PHASE_DONE:
@@ -1042,6 +710,7 @@ eytz_join_end(CustomScanState *node)
 
 	if (st->outer_scan)
 		eytz_outer_end(st->outer_scan);
+	eytz_heap_order_reset(st);
 	ExecEndNode(outer_ps(st));
 	for (i = 0; i < EYTZ_VM_BUFS; i++)
 	{
@@ -1087,6 +756,7 @@ eytz_join_rescan(CustomScanState *node)
 	if (st->ahead_ready)
 		MemoryContextReset(st->other.cxt);
 	st->ahead_ready = false;
+	eytz_heap_order_reset(st);
 	st->scan_reads = 0;
 	st->nrows = 0;
 	st->nchunk = 0;

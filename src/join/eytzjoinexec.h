@@ -1,7 +1,10 @@
 /*
  * eytzjoinexec.h
  *		The state of the batched join's executor, shared by its files:
- *		eytzjoinexec.c (the state machine, batches and the pipeline),
+ *		eytzjoinexec.c (the state machine and the batches' matches),
+ *		eytzjoinbatch.c (the batch arrays, the outer rows read into them
+ *		and the pipeline's second buffer), eytzjoinsorted.c (the heap-order
+ *		mode: every batch's heap matches sorted by TID, fetched in one pass),
  *		eytzjoinfetch.c (chunks of matches, visibility map classification
  *		and the inner fetch) and eytzjoinexplain.c (EXPLAIN, the stage
  *		clocks and the parallel join's shared memory).
@@ -63,10 +66,14 @@ typedef struct BatchRow
 	Datum		values[FLEXIBLE_ARRAY_MEMBER];	/* nouter of them */
 } BatchRow;
 
-/* The flags after a row's values: matched, has_nulls, then a null per value */
+/*
+ * The flags after a row's values: matched, has_nulls, pending (heap order:
+ * some of its matches went to the sort), then a null per value
+ */
 #define FLAG_MATCHED 0
 #define FLAG_HAS_NULLS 1
-#define FLAG_NULLS 2
+#define FLAG_PENDING 2
+#define FLAG_NULLS 3
 /* rows start on cache lines (when their size divides one) */
 #define EYTZ_ROW_ALIGN 64
 
@@ -75,6 +82,8 @@ typedef enum JoinPhase
 	PHASE_FILL,
 	PHASE_MATCHES,
 	PHASE_UNMATCHED,
+	PHASE_SORTED,				/* heap order: the sorted matches */
+	PHASE_SORTED_UNMATCHED,		/* heap order: rows none of them matched */
 	PHASE_DONE
 } JoinPhase;
 
@@ -119,6 +128,10 @@ typedef struct EytzJoinReport
 	uint64		clock_reads;	/* the stage budget's clock reads */
 	double		clock_ms;		/* and what they cost (clock_read_cost) */
 	EytzShareKind image_share;	/* worker: how it took up the leader's image */
+	uint64		sorted_batches; /* heap order: batches whose matches were sorted */
+	uint64		sorted_matches;
+	int64		sort_kb;		/* the sort's memory or disk */
+	bool		sort_disk;
 } EytzJoinReport;
 
 /*
@@ -305,6 +318,18 @@ typedef struct EytzJoinState
 	bool		ahead_ready;	/* the other buffer holds the next batch */
 	JoinBatch	other;
 
+	/*
+	 * Heap order (eytzjoinsorted.c): the batches' heap matches go to a sort
+	 * by (leaf, TID), read back in windows of batch rows, one per match
+	 */
+	bool		heap_order;		/* this scan's batches are sorted */
+	bool		heap_order_decided;
+	struct EytzHeapOrder *ho;
+	uint64	   *window_serials; /* per window row, its outer row's serial
+								 * (reading the sort), else NULL */
+	uint64	   *matched_bits;	/* per serial: matched (heap order) */
+	uint64		outer_rows;		/* outer rows read (this scan) */
+
 	/* EXPLAIN ANALYZE */
 	uint64		nbatches;
 	uint64		nchunks;
@@ -365,6 +390,78 @@ row_flags(EytzJoinState *st, BatchRow *r)
 {
 	return (bool *) &r->values[st->nouter];
 }
+
+/*
+ * Has batch row "row" (r) been matched?  A window row of the sorted
+ * matches stands for its outer row's serial: its state is in matched_bits.
+ */
+static inline bool
+row_matched(EytzJoinState *st, uint32 row, BatchRow *r)
+{
+	if (unlikely(st->window_serials != NULL))
+	{
+		uint64		s = st->window_serials[row];
+
+		return (st->matched_bits[s / 64] >> (s % 64)) & 1;
+	}
+	return row_flags(st, r)[FLAG_MATCHED];
+}
+
+static inline void
+set_row_matched(EytzJoinState *st, uint32 row, BatchRow *r)
+{
+	if (unlikely(st->window_serials != NULL))
+	{
+		uint64		s = st->window_serials[row];
+
+		st->matched_bits[s / 64] |= UINT64CONST(1) << (s % 64);
+	}
+	row_flags(st, r)[FLAG_MATCHED] = true;
+}
+
+/*
+ * Make leaf i the current one: the fetch and the lookup read the current
+ * leaf's fields.  The visibility map pages pinned are the last leaf's.
+ */
+static inline void
+eytz_join_use_leaf(EytzJoinState *st, int i)
+{
+	EytzJoinLeaf *leaf = &st->leaves[i];
+
+	if (st->heap != NULL && st->heap != leaf->heap)
+	{
+		for (int b = 0; b < EYTZ_VM_BUFS; b++)
+		{
+			if (BufferIsValid(st->vmbufs[b]))
+				ReleaseBuffer(st->vmbufs[b]);
+			st->vmbufs[b] = InvalidBuffer;
+		}
+	}
+	st->index = leaf->index;
+	st->heap = leaf->heap;
+	st->lookup = leaf->lookup;
+	st->hf = leaf->hf;
+	st->keyattno = leaf->keyattno;
+	st->inner_attnos = leaf->inner_attnos;
+	st->inner_natts = leaf->inner_natts;
+	st->inner_direct = leaf->inner_direct;
+	st->vm_seen_blocks = leaf->vm_seen_blocks;
+}
+
+/* eytzjoinbatch.c: the outer rows and their batches */
+extern void eytz_join_alloc_batch_arrays(EytzJoinState *st);
+extern void eytz_join_read_batch(EytzJoinState *st, Size limit);
+extern void eytz_join_read_ahead(EytzJoinState *st);
+extern void eytz_join_swap_batches(EytzJoinState *st);
+
+/* eytzjoinsorted.c: the heap-order mode */
+extern void eytz_heap_order_decide(EytzJoinState *st);
+extern void eytz_heap_order_spill(EytzJoinState *st, const EytzMatch *m, uint32 n);
+extern void eytz_heap_order_batch_end(EytzJoinState *st);
+extern bool eytz_heap_order_next_window(EytzJoinState *st);
+extern bool eytz_heap_order_next_unmatched(EytzJoinState *st);
+extern void eytz_heap_order_report(EytzJoinState *st, EytzJoinReport *r);
+extern void eytz_heap_order_reset(EytzJoinState *st);
 
 /* eytzjoinleaves.c: the leaves a parameter prunes; a batch's queries for each leaf */
 extern void eytz_join_prune_at_start(EytzJoinState *st, List *quals);

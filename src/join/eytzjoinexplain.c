@@ -96,6 +96,7 @@ report_add(EytzJoinState *st, EytzJoinReport *r)
 		r->sort_ms += ls->sort_ms;
 		r->leaf_searches += leaf->searches;
 	}
+	eytz_heap_order_report(st, r);
 	r->batches += st->nbatches;
 	r->chunks += st->nchunks;
 	r->fetches += st->nfetches;
@@ -124,6 +125,13 @@ explain_report(const EytzJoinReport *r, bool partitioned, ExplainState *es)
 	/* the outer Seq Scan's pages that the join read itself */
 	if (r->outer_pages > 0)
 		ExplainPropertyUInteger("Outer Pages Read Directly", NULL, r->outer_pages, es);
+	if (r->sorted_batches > 0)
+		ExplainPropertyText("Heap Order",
+							psprintf("one pass, %llu matches of %llu batches sorted (%s %lld kB)",
+									 (unsigned long long) r->sorted_matches,
+									 (unsigned long long) r->sorted_batches,
+									 r->sort_disk ? "disk" : "memory",
+									 (long long) r->sort_kb), es);
 	if (r->image_share != EYTZ_SHARE_NONE)
 		ExplainPropertyText("Shared Image", r->image_share == EYTZ_SHARE_IN_PLACE ?
 							"in place" : "copied", es);

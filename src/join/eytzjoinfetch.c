@@ -137,7 +137,7 @@ resolve_block(EytzJoinState *st)
 	{
 		uint32		row = st->chunk[i].row;
 
-		if (st->single_match && row_flags(st, batch_row(st, row))[FLAG_MATCHED])
+		if (st->single_match && row_matched(st, row, batch_row(st, row)))
 			continue;
 		if (!page_read)
 			eytz_heap_block_begin(st->hf, blk);
@@ -332,7 +332,13 @@ eytz_join_next_chunk(EytzJoinState *st)
 {
 	st->pos = 0;
 	st->block_end = 0;
-	if (st->index_pass && st->ndeferred > 0)
+	if (st->index_pass && st->ndeferred > 0 && st->heap_order)
+	{
+		/* heap order: the heap's matches are sorted with every batch's */
+		eytz_heap_order_spill(st, st->deferred, st->ndeferred);
+		st->ndeferred = 0;
+	}
+	else if (st->index_pass && st->ndeferred > 0)
 	{
 		stage_enter(st, STAGE_LOOKUP);
 		st->nchunk = eytz_match_sort(st->deferred, st->ndeferred,
@@ -368,6 +374,12 @@ eytz_join_next_chunk(EytzJoinState *st)
 		st->index_pass = true;
 		st->ndeferred = 0;
 	}
+	else if (st->heap_order)
+	{
+		/* sorted with every batch's matches: none to fetch now */
+		eytz_heap_order_spill(st, st->chunk, st->nchunk);
+		st->nchunk = 0;
+	}
 	else
 		eytz_heap_set_chunk(st->hf, st->chunk, st->nchunk);
 	return true;
@@ -400,7 +412,7 @@ eytz_join_next_index_match(EytzJoinState *st, BatchRow **r)
 			if (ahead < st->nchunk && st->from_index[ahead])
 				prefetch_row(st, st->chunk[ahead].row);
 			*r = batch_row(st, m->row);
-			if (st->single_match && row_flags(st, *r)[FLAG_MATCHED])
+			if (st->single_match && row_matched(st, m->row, *r))
 				continue;
 		}
 		stage_enter(st, STAGE_FETCH);
@@ -427,7 +439,7 @@ eytz_join_next_heap_match(EytzJoinState *st, BatchRow **r)
 			prefetch_row(st, st->chunk[st->pos + EYTZ_ROW_AHEAD].row);
 		m = &st->chunk[st->pos++];
 		*r = st->keep_rows ? batch_row(st, m->row) : NULL;
-		if (st->single_match && row_flags(st, *r)[FLAG_MATCHED])
+		if (st->single_match && row_matched(st, m->row, *r))
 			continue;
 		if (m->tid != st->cur_tid)
 		{
