@@ -3,9 +3,9 @@
 #   make [PG_CONFIG=/path/to/pg_config] [NO_CUDA=1] [CUDA_HOME=/usr/local/cuda]
 #        [SANITIZE=undefined]    C sources built with gcc's sanitizers (scripts/sanitize_check.sh)
 #   make install
-#   make installcheck          pg_regress (sql/, expected/) against the server
+#   make installcheck          pg_regress (test/sql, test/expected) against the server
 #                              that PGHOST/PGPORT point at
-#   make prove_installcheck    the TAP tests (t/), each on a cluster of its own
+#   make prove_installcheck    the TAP tests (test/t), each on a cluster of its own
 #
 # The C sources always build.  When nvcc is found (CUDA_HOME, default
 # /usr/local/cuda) and NO_CUDA is unset, the kernels in cuda/*.cu are compiled
@@ -17,15 +17,15 @@
 EXTENSION = eytzgpu
 EXTVERSION = 0.3.0
 MODULE_big = eytzgpu
-DATA = $(wildcard sql/eytzgpu--*.sql)
+DATA = $(wildcard eytzgpu--*.sql)
 PGFILEDESC = "eytzgpu - static Eytzinger index on the GPU"
 
 # src/<subsystem>/*.c (docs/development.md: the table of files)
 SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c)))
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*/*.c)))
 
-REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/eytzgpu--%,$(sort $(wildcard sql/*.sql))))
-REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+REGRESS = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
+REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS += -Icuda -Isrc $(addprefix -I,$(SRC_DIRS)) -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
@@ -89,6 +89,7 @@ FORCE:
 # TAP tests, apart from installcheck as in PostgreSQL's own tree (they start
 # clusters of their own, so they cannot run as root)
 .PHONY: prove_installcheck
+prove_installcheck: PROVE_TESTS ?= test/t/*.pl
 prove_installcheck:
 	$(prove_installcheck)
 
@@ -100,7 +101,7 @@ test/layout_test: test/layout_test.c cuda/eytz_layout.h
 layoutcheck: test/layout_test
 	./test/layout_test
 
-# README.md's SQL blocks are all in sql/readme.sql, which runs them
+# README.md's SQL blocks are all in test/sql/readme.sql, which runs them
 .PHONY: readmecheck
 readmecheck:
-	perl scripts/readme_check.pl README.md $(wildcard docs/*.md) sql/readme.sql
+	perl scripts/readme_check.pl README.md $(wildcard docs/*.md) test/sql/readme.sql

@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 for f in .gpu/pgenv.sh ../../.gpu/pgenv.sh; do [ -f "$f" ] && { source "$f"; break; }; done
 pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
 cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" &&
-	cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/" || exit 1
+	cp eytzgpu.control eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/" || exit 1
 nvidia-smi -L >"$OUT/gpu.txt" 2>&1
 PSQL="psql -X -q -v ON_ERROR_STOP=1"
 sql() { $PSQL -At -c "$1"; }

@@ -27,7 +27,7 @@ nvidia-smi -L >"$OUT/gpu.txt" 2>&1
 # there needs a newer libstdc++ than the bundle's: carry eytzgpu.so built
 # here (make, with nvcc) and install it by hand.
 if [ -f eytzgpu.so ]; then
-	cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" && cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/"
+	cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" && cp eytzgpu.control eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/"
 else
 	{ make -j16 PG_CONFIG=$PG_CONFIG with_llvm=no && make PG_CONFIG=$PG_CONFIG with_llvm=no install; } >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi

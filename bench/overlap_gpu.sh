@@ -22,7 +22,7 @@ source .gpu/pgenv.sh
 pg_stop >/dev/null 2>&1
 rm -rf /tmp/pgdata
 [ -f eytzgpu.so.xz ] && xz -dcf eytzgpu.so.xz >eytzgpu.so
-cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" && cp eytzgpu.control sql/eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/" || exit 1
+cp eytzgpu.so "$($PG_CONFIG --pkglibdir)/" && cp eytzgpu.control eytzgpu--*.sql "$($PG_CONFIG --sharedir)/extension/" || exit 1
 BASE="-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB"
 SVC="-c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.service_slot_buffer=8MB"
 PSQL="psql -X -q -v ON_ERROR_STOP=1"

@@ -143,7 +143,7 @@ pg_stop >/dev/null 2>&1
 # the TAP test on the GPU
 if command -v prove >/dev/null; then
 	# in a copy the server's user can reach and write
-	rm -rf /tmp/tap && mkdir -p /tmp/tap && cp -r t bench /tmp/tap/ && chown -R postgres /tmp/tap
+	rm -rf /tmp/tap && mkdir -p /tmp/tap && cp -r test/t bench /tmp/tap/ && chown -R postgres /tmp/tap
 	pgxs=$($PG_CONFIG --pgxs | sed 's,/src/makefiles/pgxs.mk,,')
 	export PERL5LIB=$pgxs/src/test/perl:/tmp/tap/bench/perl5
 	su postgres -s /bin/bash -c "cd /tmp/tap && env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH PERL5LIB=$PERL5LIB PG_REGRESS=$pgxs/src/test/regress/pg_regress EYTZ_SERVICE_DEVICE=gpu TZ=UTC PGOPTIONS= timeout ${TAP_TIMEOUT:-120} prove -v t/040_service.pl" >"$OUT/tap.txt" 2>&1

@@ -159,7 +159,7 @@ fi
 if [ "${SKIP_TAP:-0}" = 1 ]; then
 	:
 elif command -v prove >/dev/null; then
-	rm -rf /tmp/tap && mkdir -p /tmp/tap && cp -r t bench /tmp/tap/ && chown -R postgres /tmp/tap
+	rm -rf /tmp/tap && mkdir -p /tmp/tap && cp -r test/t bench /tmp/tap/ && chown -R postgres /tmp/tap
 	# IPC::Run, carried in .gpu/perl5 or bench/perl5
 	[ -d .gpu/perl5 ] && cp -r .gpu/perl5 /tmp/tap/ && chown -R postgres /tmp/tap/perl5
 	pgxs=$($PG_CONFIG --pgxs | sed 's,/src/makefiles/pgxs.mk,,')

@@ -24,7 +24,7 @@
 # On the GPU machine, through the device tool, from the repository root with
 # .gpu (the PostgreSQL bundle) and eytzgpu.so (built with CUDA) carried:
 #   source .gpu/pgenv.sh && cp eytzgpu.so $($PG_CONFIG --pkglibdir)/ &&
-#   cp eytzgpu.control sql/eytzgpu--*.sql $($PG_CONFIG --sharedir)/extension/ &&
+#   cp eytzgpu.control eytzgpu--*.sql $($PG_CONFIG --sharedir)/extension/ &&
 #   GDB=1 bash bench/shutdown_check.sh 10 30
 # Before each stop it also lists the processes that have the CUDA driver
 # (libcuda) mapped: only the service, and backends that built an index on

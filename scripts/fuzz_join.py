@@ -13,7 +13,7 @@ partitioned (hash, or range on the key with a default partition; 2 to 6
 leaves: the join then searches the leaves, keys routed by the partition
 key, and UPDATEs of the key move rows between leaves).  Each round sets random executor limits
 (work_mem, eytzgpu.batch_size, the direct outer scan, the image cache), runs
-four join shapes through sql/join_harness.inc's join_check (the eytzgpu join
+four join shapes through test/sql/join_harness.inc's join_check (the eytzgpu join
 against PostgreSQL's own plan: inner, LEFT, semi, anti, range joins, join and
 inner quals, system and TOASTable columns) and two index or index-only scans
 against a seq scan, then changes the tables (inserts, updates of values and
@@ -24,7 +24,7 @@ sets eytzgpu.join_heap_order: every join's heap matches sorted by TID and
 fetched in one pass.  Exits 1 on any
 difference, 2 on an SQL error; the seed reproduces the campaign.  Not part
 of the test suite (a campaign takes minutes); the suite's own differential
-tests are in sql/ and t/.
+tests are in test/sql and test/t.
 """
 import os
 import random
@@ -35,7 +35,7 @@ seed = int(sys.argv[1]) if len(sys.argv) > 1 else random.randrange(1 << 30)
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 8
 rnd = random.Random(seed)
 here = os.path.dirname(os.path.abspath(__file__))
-harness = os.path.join(here, "..", "sql", "join_harness.inc")
+harness = os.path.join(here, "..", "test", "sql", "join_harness.inc")
 
 
 def run(sql):

@@ -1,5 +1,5 @@
 #!/usr/bin/env perl
-# scripts/readme_check.pl README.md [docs/*.md ...] sql/readme.sql: every
+# scripts/readme_check.pl README.md [docs/*.md ...] test/sql/readme.sql: every
 # ```sql block of the README and the docs must appear verbatim in the
 # regression test that runs them (the last argument), so the examples stay
 # the ones the test suite runs.

@@ -31,7 +31,7 @@ trap 'rm -rf "$WORK"' EXIT
 cp -a "$REPO/." "$WORK/src"
 if [ -n "${PREBUILT:-}" ]; then
 	install -m 755 "$PREBUILT" "$("$PG_CONFIG" --pkglibdir)/eytzgpu.so" &&
-		cp "$REPO"/eytzgpu.control "$REPO"/sql/eytzgpu--*.sql "$("$PG_CONFIG" --sharedir)/extension/" ||
+		cp "$REPO"/eytzgpu.control "$REPO"/eytzgpu--*.sql "$("$PG_CONFIG" --sharedir)/extension/" ||
 		exit 1
 else
 	rm -f "$WORK"/src/src/*/*.o "$WORK"/src/src/*/*.bc "$WORK"/src/eytzgpu.so

@@ -17,7 +17,7 @@ echo "== no circle of calls among the C files"
 bash "$REPO/scripts/callgraph_check.sh"
 echo "== layout math (CPU)"
 make -C "$REPO" -s layoutcheck "$@"
-echo "== README's SQL blocks are in sql/readme.sql"
+echo "== README's SQL blocks are in test/sql/readme.sql"
 make -C "$REPO" -s readmecheck "$@"
 if grep -q '^cputest:' "$REPO/cuda/Makefile" 2>/dev/null; then
 	echo "== kernel CPU reference"

@@ -6,7 +6,7 @@
 -- rows kept for their values, LIMIT, rescans, serializable.  Each check
 -- compares with PostgreSQL's own plan; jd_direct tells which reads ran.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- whether the join read the outer pages itself ("none": the outer plan ran;

@@ -5,7 +5,7 @@
 -- query through the leaves' eytzgpu indexes compared with a sequential scan
 SET client_min_messages = warning;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 SET eytzgpu.device = cpu;
 SELECT setseed(0.25);

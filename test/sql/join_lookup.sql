@@ -3,7 +3,7 @@
 -- compared with PostgreSQL's own join (eytzgpu.enable_join off) on random
 -- data with NULLs, duplicates, extremes, misses and a pending list.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- jl_device(q): the view that answered q (EXPLAIN ANALYZE's Device line)

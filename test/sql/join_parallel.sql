@@ -4,7 +4,7 @@
 -- off).  Parallel plans are made free so that the planner picks them; how
 -- many workers start varies, so no output depends on it.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;

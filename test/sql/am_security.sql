@@ -4,7 +4,7 @@
 -- reads a few pages only.
 SET client_min_messages = warning;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 CREATE TABLE sec (k int4);
 INSERT INTO sec SELECT g % 100 FROM generate_series(1, 5000) g;

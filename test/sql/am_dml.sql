@@ -6,7 +6,7 @@
 -- indexes, and an index that starts empty.
 SET client_min_messages = warning;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 SELECT setseed(0.75);
 

@@ -2,7 +2,7 @@
 -- (shown by am_error() as "SQLSTATE: message"), never a crash.
 SET client_min_messages = warning;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 CREATE TABLE er (i int4, t text, f float8, j int8);
 INSERT INTO er SELECT g, g::text, g / 3.0, g * 1000 FROM generate_series(1, 1000) g;

@@ -4,7 +4,7 @@
 -- multisets.  Hash, merge and nested-loop joins are disabled so that the
 -- custom path is chosen whenever it applies; disabled plans still run.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- inner: keys 0..2999 with duplicates (k = g % 3000 for 4000 rows), NULLs

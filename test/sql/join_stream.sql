@@ -5,7 +5,7 @@
 -- first chunk and heap block, and a backend's memory during the join stays
 -- within a bound that does not grow with the duplicates.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- inner: 40 keys of 1,000 rows each, heap order unlike key order, NULLs

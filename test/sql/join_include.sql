@@ -7,7 +7,7 @@
 -- entries, and after UPDATE/DELETE/INSERT with and without VACUUM; EXPLAIN
 -- ANALYZE's Heap Fetches says how many matches read the heap.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- ji_fetches(q): the view that answered q and its Heap Fetches (from

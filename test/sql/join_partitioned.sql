@@ -11,7 +11,7 @@
 -- UPDATEs moving rows, PREPARE with partitions attached and detached,
 -- leaves pruned at the start by a generic plan's parameters.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 SELECT setseed(0.5);
 

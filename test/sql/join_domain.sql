@@ -4,7 +4,7 @@
 -- compared with PostgreSQL's own (sequential scans, eytzgpu.enable_join off)
 -- on random keys with duplicates, NULLs and extremes.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 CREATE DOMAIN jd_key AS int4;

@@ -5,7 +5,7 @@
 -- the pages.  Each check compares with PostgreSQL's own plan; a pin left
 -- behind would show as a WARNING.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 -- the fewest local buffers (set before the session's first temporary table;
 -- the temporary table below is larger)

@@ -5,7 +5,7 @@
 -- with PostgreSQL's own plan; ho_mode tells whether the mode ran and how
 -- many matches it sorted.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- "sorted N" where the mode ran (N matches went through the sort), else

@@ -5,7 +5,7 @@
 -- prepared statements with generic plans.
 SET client_min_messages = warning;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 SELECT setseed(0.25);
 

@@ -6,7 +6,7 @@
 -- every index and eytzgpu_info() counts the non-NULL rows.
 SET client_min_messages = warning;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 
 -- am_sweep: for every size, fill am_t (k typ, v int) with n rows of keys

@@ -7,7 +7,7 @@
 -- default partition), list and two-level partitioning, every join type,
 -- INCLUDE columns, pending entries, and a partition whose index is missing.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 SET enable_partitionwise_join = on;
 SELECT setseed(0.25);

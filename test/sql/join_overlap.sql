@@ -8,7 +8,7 @@
 -- machine (eytzgpu.device = 'gpu') the same checks run through the GPU's
 -- asynchronous lookups.
 \set ECHO none
-\i sql/join_harness.inc
+\i test/sql/join_harness.inc
 \set ECHO all
 
 -- inner: 5,000 keys with duplicates (key 7 has 3,000 rows), heap order

@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
 \set ECHO none
-\i sql/am_harness.inc
+\i test/sql/am_harness.inc
 \set ECHO all
 SELECT setseed(0.31);
 
