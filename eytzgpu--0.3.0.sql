@@ -45,6 +45,13 @@ CREATE FUNCTION eytzgpu_service_gpus(
 	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C;
 COMMENT ON FUNCTION eytzgpu_service_gpus() IS 'the devices of the eytzgpu service, one row each: what each holds and whether it failed; for pg_monitor';
 
+CREATE FUNCTION eytzgpu_shared_images(
+	OUT database oid, OUT index_oid oid, OUT index_name text, OUT relfilenode oid,
+	OUT generation bigint, OUT entries bigint, OUT bytes bigint, OUT hits bigint,
+	OUT attached boolean)
+	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON FUNCTION eytzgpu_shared_images() IS 'the CPU images shared by all backends (shared_preload_libraries), most recently used first: index, generation, bytes, hits and whether this backend has it attached; for pg_monitor';
+
 -- integer_ops
 CREATE OPERATOR FAMILY integer_ops USING eytzgpu;
 CREATE OPERATOR CLASS int2_ops DEFAULT FOR TYPE int2 USING eytzgpu FAMILY integer_ops AS

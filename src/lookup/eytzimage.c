@@ -61,6 +61,7 @@ eytz_image_init(void)
 							 "image: always the image; pinned: the pinned pages wherever they fit.",
 							 &eytz_cpu_view, EYTZ_CPU_VIEW_AUTO, cpu_view_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	eytz_shared_images_init();
 }
 
 static MemoryContext image_cxt = NULL;
@@ -115,7 +116,51 @@ eytz_image_invalidate(Oid indexoid)
 bool
 eytz_image_resident(Relation index, uint64 generation)
 {
-	return eytz_cache_find(&image_cache, index, generation);
+	return eytz_cache_find(&image_cache, index, generation) ||
+		eytz_shared_image_has(index, generation);
+}
+
+static Size shared_layout(const EytzMetaPageData *meta, const EytzInclude *inc,
+						  Size off[1 + 2 * EYTZ_MAX_INCLUDE]);
+static EytzImage *image_in_place(Relation index, const EytzMetaPageData *meta, char *src);
+
+/*
+ * A kept segment starts with whose image it holds: a worker checks it
+ * after attaching the handle it was given (a handle outlives its segment)
+ */
+typedef struct KeptHeader
+{
+	Oid			indexoid;
+	Oid			relfilenode;
+	uint64		generation;
+	uint64		ndead;
+	uint64		nentries;
+} KeptHeader;
+
+/* the arrays start on a cache line of their own */
+#define KEPT_HEADER_SIZE CACHELINEALIGN(sizeof(KeptHeader))
+
+static void
+kept_header_fill(KeptHeader *hdr, Relation index, const EytzMetaPageData *meta)
+{
+	hdr->indexoid = RelationGetRelid(index);
+	hdr->relfilenode = EytzRelFileNumber(EytzRelationFile(index));
+	hdr->generation = meta->generation;
+	hdr->ndead = meta->ndead;
+	hdr->nentries = meta->nentries;
+}
+
+/* Does the kept segment hold the image of index that image_meta describes? */
+static bool
+kept_header_matches(dsm_segment *seg, Relation index, const EytzMetaPageData *image_meta)
+{
+	const KeptHeader *hdr = dsm_segment_address(seg);
+
+	return hdr->indexoid == RelationGetRelid(index) &&
+		hdr->relfilenode == EytzRelFileNumber(EytzRelationFile(index)) &&
+		hdr->generation == image_meta->generation &&
+		hdr->ndead == image_meta->ndead &&
+		hdr->nentries == image_meta->nentries;
 }
 
 /*
@@ -189,14 +234,121 @@ image_cache_add(Relation index, EytzImage *image, int refcount)
 						  (Size) eytz_image_cache_limit_mb * 1024 * 1024);
 }
 
-EytzImage *
-eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
+/*
+ * With the shared image registry: the registered image of the generation
+ * meta describes with at least min_ndead tombstones, attached and cached
+ * in this backend (searched in place), or NULL
+ */
+static EytzImage *
+image_attach_shared(Relation index, const EytzMetaPageData *meta, uint64 min_ndead)
+{
+	dsm_segment *seg = eytz_shared_image_attach(index, meta, min_ndead);
+	EytzMetaPageData image_meta = *meta;
+	EytzImage  *image;
+
+	if (seg == NULL)
+		return NULL;
+	image_meta.ndead = ((const KeptHeader *) dsm_segment_address(seg))->ndead;
+	if (!kept_header_matches(seg, index, &image_meta))
+	{
+		dsm_detach(seg);
+		return NULL;
+	}
+	dsm_pin_mapping(seg);
+	image = image_in_place(index, &image_meta,
+						   (char *) dsm_segment_address(seg) + KEPT_HEADER_SIZE);
+	image->seg = seg;
+	image->shared = true;
+	/* its bytes count against eytzgpu.shared_image_limit */
+	(void) eytz_cache_add(&image_cache, &image->ce, index, image_meta.generation, 0, 1,
+						  (Size) eytz_image_cache_limit_mb * 1024 * 1024);
+	return image;
+}
+
+/*
+ * With the shared image registry: load the layout into a new kept segment
+ * and register it for every backend (else it stays this backend's own, in
+ * its cache as a private image would be).  The segment is created under
+ * the current resource owner, so that an error or a cancel during the load
+ * destroys it; its mapping is pinned once it is complete.  NULL when no
+ * segment can be made: the caller loads a private image.
+ */
+static EytzImage *
+image_load_shared(Relation index, const EytzMetaPageData *meta)
+{
+	EytzInclude inc;
+	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
+	Size		size;
+	dsm_segment *seg;
+	char	   *base;
+	EytzImage  *image;
+	BufferAccessStrategy strategy;
+	MemoryContext parent = CurrentMemoryContext;
+	int			c;
+
+	if (meta->nentries == 0)
+		return NULL;
+	eytz_include_get(index, &inc);
+	size = add_size(KEPT_HEADER_SIZE, shared_layout(meta, &inc, off));
+	if (size > (Size) eytz_shared_image_limit_mb * 1024 * 1024)
+		return NULL;
+	seg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL)
+		return NULL;
+	base = dsm_segment_address(seg);
+	kept_header_fill((KeptHeader *) base, index, meta);
+	image = image_in_place(index, meta, base + KEPT_HEADER_SIZE);
+	/* freed with the query if the load fails */
+	MemoryContextSetParent(image->cxt, parent);
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	eytz_region_load(index, meta, strategy, image->img.keys, image->img.tids);
+	for (c = 0; c < image->inc.ncols; c++)
+		eytz_region_load_include(index, meta, &image->inc, strategy, c,
+								 image->values[c], image->nulls[c]);
+	FreeAccessStrategy(strategy);
+	dsm_pin_mapping(seg);
+	image->seg = seg;
+	MemoryContextSetParent(image->cxt, images_context());
+	image->shared = eytz_shared_image_register(index, meta, seg, size);
+	/* uncached when it does not fit: freed at its release */
+	(void) eytz_cache_add(&image_cache, &image->ce, index, meta->generation,
+						  image->shared ? 0 : image_bytes(image), 1,
+						  (Size) eytz_image_cache_limit_mb * 1024 * 1024);
+	return image;
+}
+
+/*
+ * The cached image, or the registered one, or a new load; min_ndead: a
+ * cached or registered image must count that many tombstones (an index-only
+ * join must not take a removed entry for a live one).  A cached image whose
+ * segment left the shared registry is dropped here (after its last
+ * release), so that the backend does not keep its memory.
+ */
+static EytzImage *
+image_acquire(Relation index, const EytzMetaPageData *meta, uint64 min_ndead)
 {
 	EytzImage  *image;
 
 	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
+	if (image && (image->img.meta.ndead < min_ndead ||
+				  (image->shared && !eytz_shared_image_registered(image->seg))))
+	{
+		/* other scans pinning the stale copy keep it until they release it */
+		if (image->ce.cached)
+			eytz_cache_unlink(&image_cache, &image->ce);
+		eytz_image_release(image);
+		image = NULL;
+	}
 	if (image)
 		return image;
+	if (eytz_shared_images_on())
+	{
+		image = image_attach_shared(index, meta, min_ndead);
+		if (image == NULL)
+			image = image_load_shared(index, meta);
+		if (image)
+			return image;
+	}
 	image = image_load(index, meta);
 	/* uncached when it does not fit: freed at its release */
 	(void) image_cache_add(index, image, 1);
@@ -204,17 +356,15 @@ eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
 }
 
 EytzImage *
+eytz_image_acquire(Relation index, const EytzMetaPageData *meta)
+{
+	return image_acquire(index, meta, 0);
+}
+
+EytzImage *
 eytz_image_acquire_current(Relation index, const EytzMetaPageData *meta)
 {
-	EytzImage  *image = eytz_image_acquire(index, meta);
-
-	if (image->img.meta.ndead >= meta->ndead)
-		return image;
-	/* other scans pinning the stale copy keep it until they release it */
-	if (image->ce.cached)
-		eytz_cache_unlink(&image_cache, &image->ce);
-	eytz_image_release(image);
-	return eytz_image_acquire(index, meta);
+	return image_acquire(index, meta, meta->ndead);
 }
 
 void
@@ -361,7 +511,7 @@ eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src)
 	uint64		n = meta->nentries;
 	int			c;
 
-	if (eytz_image_resident(index, meta->generation))
+	if (eytz_cache_find(&image_cache, index, meta->generation))
 		return;
 	image = image_alloc(meta);
 	eytz_include_get(index, &image->inc);
@@ -383,21 +533,6 @@ eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src)
 		MemoryContextDelete(image->cxt);
 }
 
-/*
- * A kept segment starts with whose image it holds: a worker checks it
- * after attaching the handle it was given (a handle outlives its segment)
- */
-typedef struct KeptHeader
-{
-	Oid			indexoid;
-	Oid			relfilenode;
-	uint64		generation;
-	uint64		ndead;
-	uint64		nentries;
-} KeptHeader;
-
-/* the arrays start on a cache line of their own */
-#define KEPT_HEADER_SIZE CACHELINEALIGN(sizeof(KeptHeader))
 
 /*
  * Moving a private image into a kept segment copies it once (the per-query
@@ -421,10 +556,12 @@ eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta)
 	uint64		n;
 	dsm_segment *seg;
 	char	   *base;
-	KeptHeader *hdr;
 	int			c;
 
 	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
+	/* a registered image not attached yet: attach it */
+	if (image == NULL)
+		image = image_attach_shared(index, meta, 0);
 	if (image == NULL || image->seg)
 		return image;
 	n = image->img.meta.nentries;
@@ -444,12 +581,7 @@ eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta)
 		return NULL;
 	}
 	base = dsm_segment_address(seg);
-	hdr = (KeptHeader *) base;
-	hdr->indexoid = RelationGetRelid(index);
-	hdr->relfilenode = EytzRelFileNumber(EytzRelationFile(index));
-	hdr->generation = image->img.meta.generation;
-	hdr->ndead = image->img.meta.ndead;
-	hdr->nentries = n;
+	kept_header_fill((KeptHeader *) base, index, &image->img.meta);
 	kept = image_in_place(index, &image->img.meta, base + KEPT_HEADER_SIZE);
 	memcpy(kept->img.keys, image->img.keys, n * image->img.meta.key_width);
 	memcpy(kept->img.tids, image->img.tids, n * sizeof(uint64));
@@ -473,27 +605,22 @@ eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
 					   dsm_handle handle)
 {
 	dsm_segment *seg;
-	const KeptHeader *hdr;
 	EytzImage  *image;
 
-	if (eytz_image_resident(index, image_meta->generation))
+	if (eytz_cache_find(&image_cache, index, image_meta->generation))
 		return true;
 	seg = dsm_attach(handle);
 	if (seg == NULL)
 		return false;
-	hdr = dsm_segment_address(seg);
-	if (hdr->indexoid != RelationGetRelid(index) ||
-		hdr->relfilenode != EytzRelFileNumber(EytzRelationFile(index)) ||
-		hdr->generation != image_meta->generation ||
-		hdr->ndead != image_meta->ndead ||
-		hdr->nentries != image_meta->nentries)
+	if (!kept_header_matches(seg, index, image_meta))
 	{
 		dsm_detach(seg);
 		return false;
 	}
 	/* mapped until the worker exits or its cache drops the image */
 	dsm_pin_mapping(seg);
-	image = image_in_place(index, image_meta, (char *) hdr + KEPT_HEADER_SIZE);
+	image = image_in_place(index, image_meta,
+						   (char *) dsm_segment_address(seg) + KEPT_HEADER_SIZE);
 	image->seg = seg;
 	if (!eytz_cache_add(&image_cache, &image->ce, index, image_meta->generation, 0, 0,
 						(Size) eytz_image_cache_limit_mb * 1024 * 1024))

@@ -40,6 +40,8 @@ typedef struct EytzImage
 	bool		no_kept;		/* a private image that found no room in the
 								 * main shared memory */
 	uint64		kept_queries;	/* kept: parallel queries it served */
+	bool		shared;			/* its segment is in the shared image
+								 * registry (eytzimageshared.c) */
 	/* a pinned view (eytz_image_pin_pages): the index's own pages */
 	Relation	index;			/* whose metapage the TID reads recheck */
 	Buffer	   *bufs;			/* the key pages, then the TID pages */
@@ -48,6 +50,25 @@ typedef struct EytzImage
 	const ItemPointerData **tidpages;	/* per TID page: its TIDs */
 	struct EytzPinnedUse *use;	/* the backend's record of the generation */
 } EytzImage;
+
+/*
+ * The shared image registry (eytzimageshared.c): with shared_preload_libraries,
+ * kept segments pinned for every backend, one per index generation, within
+ * eytzgpu.shared_image_limit.  eytz_image_acquire looks there first
+ * (eytz_shared_image_attach: the caller checks the segment's header) and
+ * registers the image it loads (eytz_shared_image_register: false leaves it
+ * the caller's own); eytz_shared_image_registered: whether a cached image's
+ * segment is still there (else the backend drops it).
+ */
+extern int	eytz_shared_image_limit_mb;
+extern void eytz_shared_images_init(void);
+extern bool eytz_shared_images_on(void);
+extern bool eytz_shared_image_has(Relation index, uint64 generation);
+extern dsm_segment *eytz_shared_image_attach(Relation index, const EytzMetaPageData *meta,
+											 uint64 min_ndead);
+extern bool eytz_shared_image_registered(dsm_segment *seg);
+extern bool eytz_shared_image_register(Relation index, const EytzMetaPageData *meta,
+									   dsm_segment *seg, Size bytes);
 
 /* Keys a backend's pinned views of one index generation searched */
 typedef struct EytzPinnedUse
@@ -60,7 +81,10 @@ typedef struct EytzPinnedUse
 } EytzPinnedUse;
 
 
-/* Is this generation of index's image cached (no pin taken)? */
+/*
+ * Is this generation of index's image cached, by this backend or in the
+ * shared registry (no pin taken)?
+ */
 extern bool eytz_image_resident(Relation index, uint64 generation);
 
 /*

@@ -264,7 +264,7 @@ eytz_lookup_pin_view(EytzLookup *lk, EytzViewKind want)
 	lk->pinned = true;
 	lk->stats.device = lk->svc ? eytz_service_device_name(lk->svc) :
 		lk->kind == EYTZ_VIEW_GPU ? "gpu" :
-		lk->kind == EYTZ_VIEW_IMAGE ? "cpu" :
+		lk->kind == EYTZ_VIEW_IMAGE ? (lk->image->shared ? "cpu (shared image)" : "cpu") :
 		lk->kind == EYTZ_VIEW_PINNED ? "cpu (pinned pages)" : "cpu (index pages)";
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);

@@ -406,7 +406,7 @@ $node->poll_query_until('postgres',
 my $state = status('state');
 like($state, qr/^(sleeping|running)$/, "at auto: $state");
 like(explain_join('t'),
-	$state eq 'sleeping' ? qr/Device: cpu( \(pinned pages\))?\n/ : qr/Device: gpu \(service\)/,
+	$state eq 'sleeping' ? qr/Device: cpu( \((?:pinned pages|shared image)\))?\n/ : qr/Device: gpu \(service\)/,
 	'the join runs where the state says');
 is($node->safe_psql('postgres', "$force $diff"), '0', 'and is right');
 $node->stop;

@@ -131,7 +131,7 @@ is(status('pid'), $pid, 'of the same process');
 # joins now run on the CPU without waiting for it
 my $stderr;
 ($plan, $stderr) = explain_join();
-like($plan, qr/Device: cpu( \(pinned pages\))?\n/, 'a new join runs on the CPU');
+like($plan, qr/Device: cpu( \((?:pinned pages|shared image)\))?\n/, 'a new join runs on the CPU');
 like($plan, qr/CPU Reason: the eytzgpu service is not answering/, 'EXPLAIN says why');
 is($stderr, '', 'no WARNING: it did not wait');
 is($node->safe_psql('postgres', "$force SET statement_timeout = '60s'; $diff"),
@@ -158,7 +158,7 @@ like(
 	$stderr,
 	qr/WARNING:  eytzgpu join on index "t_k" continues on the CPU: the eytzgpu service is not answering/,
 	'stopped idle: the join continues on the CPU with a WARNING');
-like($plan, qr/Device: cpu( \(pinned pages\))?\n/, 'as EXPLAIN says');
+like($plan, qr/Device: cpu( \((?:pinned pages|shared image)\))?\n/, 'as EXPLAIN says');
 is(status('state'), 'not answering', 'the status says so');
 is($node->safe_psql('postgres', "$force SET statement_timeout = '60s'; $diff"),
 	'0', 'joins meanwhile get PostgreSQL\'s answer');
