@@ -11,8 +11,13 @@
 # the third against the image's third (warm: target <= 1.0 plus noise).
 # Needs a server reachable by psql with eytzgpu installed (CPU path: a build
 # without CUDA, or eytzgpu.device = cpu); creates and drops cs_* tables.
+# LIMITS="0 1GB" (a superuser and shared_preload_libraries = 'eytzgpu'):
+# each round also alternates eytzgpu.shared_image_limit over these values
+# (ALTER SYSTEM and a reload; 0: no shared images, each backend loads its
+# own), one row per limit, view and shape; reset at the end.
 set -euo pipefail
 ROUNDS=${1:-7}
+LIMITS=${LIMITS:--}
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 sql -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" 2>/dev/null
 sql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS cs_inner_demo, cs_outer_demo, cs_inner_held, cs_outer_held"
@@ -37,27 +42,41 @@ fresh() {
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
+# the shared image limit for the next fresh backends ("-": leave it)
+set_limit() {
+	[ "$1" = - ] && return
+	sql -c "ALTER SYSTEM SET eytzgpu.shared_image_limit = '$1'" -c "SELECT pg_reload_conf()" >/dev/null
+	sleep 0.2
+}
+
 declare -A R
 for set in demo held; do
 	q="SELECT count(*), sum(i.v) FROM cs_outer_$set o JOIN cs_inner_$set i ON i.k = o.k"
 	# tables and index in shared buffers (as far as they fit) first
 	sql -c "SET eytzgpu.enable_join = off" -c "$q" -c "RESET eytzgpu.enable_join" -c "$q" >/dev/null
 	for r in $(seq "$ROUNDS"); do
-		for view in auto image; do
-			R[$set,$view]+="$(fresh $set $view)"$'\n'
+		for lim in $LIMITS; do
+			set_limit "$lim"
+			for view in auto image; do
+				R[$set,$lim,$view]+="$(fresh $set $view)"$'\n'
+			done
 		done
 	done
 done
-printf '%-5s %-6s %-24s %9s %9s %9s %8s %8s\n' shape view device first_ms second_ms third_ms 1st/2nd 3rd/img
+[ "$LIMITS" = - ] || sql -c "ALTER SYSTEM RESET eytzgpu.shared_image_limit" -c "SELECT pg_reload_conf()" >/dev/null
+printf '%-5s %-6s %-6s %-24s %9s %9s %9s %8s %8s\n' shape limit view device first_ms second_ms third_ms 1st/2nd 3rd/img
 for set in demo held; do
-	img3=$(printf '%s' "${R[$set,image]}" | awk 'NF { print $4 }' | median)
-	for view in auto image; do
-		d=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $1 }' | sort | uniq -c | sort -rn | head -1 | awk '{ print $2 }')
-		f=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $2 }' | median)
-		s=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $3 }' | median)
-		t=$(printf '%s' "${R[$set,$view]}" | awk 'NF { print $4 }' | median)
-		printf '%-5s %-6s %-24s %9.1f %9.1f %9.1f %8.2f %8.2f\n' $set $view "$d" "$f" "$s" "$t" \
-			"$(echo "$f / $s" | bc -l)" "$(echo "$t / $img3" | bc -l)"
+	for lim in $LIMITS; do
+		img3=$(printf '%s' "${R[$set,$lim,image]}" | awk 'NF { print $4 }' | median)
+		for view in auto image; do
+			v=${R[$set,$lim,$view]}
+			d=$(printf '%s' "$v" | awk 'NF { print $1 }' | sort | uniq -c | sort -rn | head -1 | awk '{ print $2 }')
+			f=$(printf '%s' "$v" | awk 'NF { print $2 }' | median)
+			s=$(printf '%s' "$v" | awk 'NF { print $3 }' | median)
+			t=$(printf '%s' "$v" | awk 'NF { print $4 }' | median)
+			printf '%-5s %-6s %-6s %-24s %9.1f %9.1f %9.1f %8.2f %8.2f\n' $set $lim $view "$d" "$f" "$s" "$t" \
+				"$(echo "$f / $s" | bc -l)" "$(echo "$t / $img3" | bc -l)"
+		done
 	done
 done
 sql -c "DROP TABLE cs_inner_demo, cs_outer_demo, cs_inner_held, cs_outer_held"
