@@ -317,21 +317,31 @@ image_load_shared(Relation index, const EytzMetaPageData *meta)
 	return image;
 }
 
+/* eytz_cache_drop's keep(): a cached image, unless it left the shared registry */
+static bool
+image_still_registered(EytzCacheEntry *entry)
+{
+	EytzImage  *image = (EytzImage *) entry;
+
+	return !image->shared || eytz_shared_image_registered(image->seg);
+}
+
 /*
  * The cached image, or the registered one, or a new load; min_ndead: a
  * cached or registered image must count that many tombstones (an index-only
- * join must not take a removed entry for a live one).  A cached image whose
- * segment left the shared registry is dropped here (after its last
- * release), so that the backend does not keep its memory.
+ * join must not take a removed entry for a live one).  Cached images whose
+ * segments left the shared registry (of any index) are dropped first (each
+ * after its last release), so that the backend does not keep their memory.
  */
 static EytzImage *
 image_acquire(Relation index, const EytzMetaPageData *meta, uint64 min_ndead)
 {
 	EytzImage  *image;
 
+	eytz_shared_images_trim();
+	eytz_cache_drop(&image_cache, InvalidOid, image_still_registered);
 	image = (EytzImage *) eytz_cache_pin(&image_cache, index, meta->generation);
-	if (image && (image->img.meta.ndead < min_ndead ||
-				  (image->shared && !eytz_shared_image_registered(image->seg))))
+	if (image && image->img.meta.ndead < min_ndead)
 	{
 		/* other scans pinning the stale copy keep it until they release it */
 		if (image->ce.cached)
@@ -532,7 +542,6 @@ eytz_image_import(Relation index, const EytzMetaPageData *meta, void *src)
 	if (!image_cache_add(index, image, 0))
 		MemoryContextDelete(image->cxt);
 }
-
 
 /*
  * Moving a private image into a kept segment copies it once (the per-query

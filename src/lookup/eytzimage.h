@@ -58,11 +58,13 @@ typedef struct EytzImage
  * (eytz_shared_image_attach: the caller checks the segment's header) and
  * registers the image it loads (eytz_shared_image_register: false leaves it
  * the caller's own); eytz_shared_image_registered: whether a cached image's
- * segment is still there (else the backend drops it).
+ * segment is still there (else the backend drops it);
+ * eytz_shared_images_trim: evict down to a lowered limit.
  */
 extern int	eytz_shared_image_limit_mb;
 extern void eytz_shared_images_init(void);
 extern bool eytz_shared_images_on(void);
+extern void eytz_shared_images_trim(void);
 extern bool eytz_shared_image_has(Relation index, uint64 generation);
 extern dsm_segment *eytz_shared_image_attach(Relation index, const EytzMetaPageData *meta,
 											 uint64 min_ndead);

@@ -246,6 +246,37 @@ eytz_shared_image_registered(dsm_segment *seg)
 }
 
 /*
+ * After eytzgpu.shared_image_limit was lowered (to 0: sharing off), the
+ * least recently used images leave until the rest fit it.  Read without the
+ * lock first: a join's usual answer is that nothing is over.
+ */
+void
+eytz_shared_images_trim(void)
+{
+	if (registry == NULL || registry->bytes <= limit_bytes())
+		return;
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	while (registry->bytes > limit_bytes())
+	{
+		SharedImageEntry *lru = NULL;
+		int			i;
+
+		for (i = 0; i < SHARED_IMAGES_MAX; i++)
+		{
+			SharedImageEntry *e = &registry->entries[i];
+
+			if (e->used && (lru == NULL ||
+							pg_atomic_read_u64(&e->last_used) < pg_atomic_read_u64(&lru->last_used)))
+				lru = e;
+		}
+		if (lru == NULL)
+			break;
+		unregister(lru);
+	}
+	LWLockRelease(registry->lock);
+}
+
+/*
  * Unregister the images of this database's indexes that were dropped or
  * have another relfilenode now (REINDEX, TRUNCATE).  The catalog is read
  * without the registry's lock; an entry changed in between is left alone.

@@ -178,6 +178,7 @@ $node->safe_psql('postgres',
 $node->poll_query_until('postgres', 'SELECT current_setting(\'eytzgpu.shared_image_limit\') = \'0\'')
   or die 'the limit was not reloaded';
 is(fresh_join('t'), 'cpu', 'limit 0: the backend loads its own image');
+is(registry(), '', 'limit 0: the registered images left');
 $node->safe_psql('postgres',
 	"ALTER SYSTEM RESET eytzgpu.shared_image_limit; SELECT pg_reload_conf()");
 $node->poll_query_until('postgres', 'SELECT current_setting(\'eytzgpu.shared_image_limit\') = \'1GB\'')
