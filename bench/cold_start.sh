@@ -14,7 +14,9 @@
 # LIMITS="0 1GB" (a superuser and shared_preload_libraries = 'eytzgpu'):
 # each round also alternates eytzgpu.shared_image_limit over these values
 # (ALTER SYSTEM and a reload; 0: no shared images, each backend loads its
-# own), one row per limit, view and shape; reset at the end.
+# own), one row per limit, view and shape, after one backend's join that
+# registers the image where the limit allows (0 evicts it again); reset at
+# the end.
 set -euo pipefail
 ROUNDS=${1:-7}
 LIMITS=${LIMITS:--}
@@ -42,11 +44,14 @@ fresh() {
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-# the shared image limit for the next fresh backends ("-": leave it)
+# the shared image limit for the next fresh backends ("-": leave it), and
+# one backend's join of set that registers its image where the limit allows
+# (the fresh backends below are those after the first)
 set_limit() {
 	[ "$1" = - ] && return
 	sql -c "ALTER SYSTEM SET eytzgpu.shared_image_limit = '$1'" -c "SELECT pg_reload_conf()" >/dev/null
 	sleep 0.2
+	fresh "$2" image >/dev/null
 }
 
 declare -A R
@@ -56,7 +61,7 @@ for set in demo held; do
 	sql -c "SET eytzgpu.enable_join = off" -c "$q" -c "RESET eytzgpu.enable_join" -c "$q" >/dev/null
 	for r in $(seq "$ROUNDS"); do
 		for lim in $LIMITS; do
-			set_limit "$lim"
+			set_limit "$lim" $set
 			for view in auto image; do
 				R[$set,$lim,$view]+="$(fresh $set $view)"$'\n'
 			done
