@@ -16,6 +16,9 @@
 #include "postgres.h"
 
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/statvfs.h>
+#endif
 
 #include "access/relation.h"
 #include "miscadmin.h"
@@ -286,6 +289,26 @@ image_attach_shared(Relation index, const EytzMetaPageData *meta, uint64 min_nde
 }
 
 /*
+ * Whether /dev/shm, where dsm.c makes a segment that the main shared memory
+ * has no room for (dynamic_shared_memory_type = posix on Linux), has room
+ * for size bytes: a full one would make the segment's creation an ERROR,
+ * where a private image does the job
+ */
+static bool
+shm_has_room(Size size)
+{
+#ifdef __linux__
+	struct statvfs st;
+
+	if (dynamic_shared_memory_type == DSM_IMPL_POSIX &&
+		statvfs("/dev/shm", &st) == 0 &&
+		(uint64) st.f_bavail * st.f_frsize <= size)
+		return false;
+#endif
+	return true;
+}
+
+/*
  * With the shared image registry: load the layout into a new kept segment
  * and register it for every backend (else it stays this backend's own, in
  * its cache as a private image would be).  The segment is created under
@@ -310,7 +333,7 @@ image_load_shared(Relation index, const EytzMetaPageData *meta)
 		return NULL;
 	eytz_include_get(index, &inc);
 	size = add_size(KEPT_HEADER_SIZE, shared_layout(meta, &inc, off));
-	if (size > (Size) eytz_shared_image_limit_mb * 1024 * 1024)
+	if (size > (Size) eytz_shared_image_limit_mb * 1024 * 1024 || !shm_has_room(size))
 		return NULL;
 	seg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (seg == NULL)
