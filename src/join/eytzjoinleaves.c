@@ -208,7 +208,7 @@ eytz_join_prune_at_start(EytzJoinState *st, List *quals)
 
 		leaf->pruned = none || (constraint != NIL &&
 								predicate_refuted_by(constraint,
-													 map_partition_varattnos(copyObject(bound), 1,
+													 map_partition_varattnos(bound, 1,
 																			 rel, parent),
 													 false));
 		st->npruned_start += leaf->pruned;
