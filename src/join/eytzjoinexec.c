@@ -385,9 +385,19 @@ eytz_join_start(EytzJoinState *st)
 	st->started = true;
 }
 
+/* Send leaf's share of the current batch to its lookup */
+static void
+submit_leaf(EytzJoinLeaf *leaf)
+{
+	eytz_lookup_submit(leaf->lookup, leaf->qlo, leaf->qhi, leaf->qrow, leaf->nq);
+	pgstat_count_index_scan(leaf->index);
+	leaf->searches++;
+	leaf->submitted = true;
+}
+
 /*
  * Move to the current batch's next leaf that has queries and submit them to
- * its lookup; false when no leaf is left
+ * its lookup (unless start_leaves did); false when no leaf is left
  */
 static bool
 next_leaf(EytzJoinState *st)
@@ -414,10 +424,36 @@ next_leaf(EytzJoinState *st)
 	st->cur_tid = PG_UINT64_MAX;
 	st->batch_done = false;
 	stage_enter(st, STAGE_LOOKUP);
-	eytz_lookup_submit(st->lookup, leaf->qlo, leaf->qhi, leaf->qrow, leaf->nq);
-	pgstat_count_index_scan(st->index);
-	leaf->searches++;
+	if (!leaf->submitted)
+		submit_leaf(leaf);
 	return true;
+}
+
+/*
+ * Submit every leaf's share of the batch and start each one's first chunk,
+ * so that leaves whose copies lie on different GPUs (or wait in the GPU
+ * service) are looked up at the same time, while the caller reads its next
+ * batch and then works through the leaves in turn.  true when any started.
+ */
+static bool
+start_leaves(EytzJoinState *st, bool cpu_too)
+{
+	bool		any = false;
+
+	for (int l = 0; l < st->nleaves; l++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[l];
+
+		if (leaf->nq == 0)
+			continue;
+		submit_leaf(leaf);
+		if (eytz_lookup_start(leaf->lookup, st->next_chunk, cpu_too))
+		{
+			leaf->first_max = st->next_chunk;
+			any = true;
+		}
+	}
+	return any;
 }
 
 /*
@@ -430,6 +466,10 @@ next_leaf(EytzJoinState *st)
 static bool
 start_batch(EytzJoinState *st)
 {
+	bool		pipelined,
+				cpu_too,
+				started = false;
+
 	st->nchunk = 0;
 	st->pos = 0;
 	st->slot_row = NO_ROW;
@@ -441,11 +481,24 @@ start_batch(EytzJoinState *st)
 	st->cur_leaf = -1;
 	stage_enter(st, STAGE_LOOKUP);
 	eytz_join_route_batch(st);
+	for (int l = 0; l < st->nleaves; l++)
+	{
+		st->leaves[l].submitted = false;
+		st->leaves[l].first_max = 0;
+	}
+	pipelined = st->overlap && st->scan_reads > 1;
+	cpu_too = eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS;
+	if (pipelined && st->nleaves > 1)
+		started = start_leaves(st, cpu_too);
 	if (!next_leaf(st))
 		return false;
-	return st->overlap && st->scan_reads > 1 &&
-		eytz_lookup_start(st->lookup, st->next_chunk,
-						  eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
+	if (pipelined && st->nleaves == 1 &&
+		eytz_lookup_start(st->lookup, st->next_chunk, cpu_too))
+	{
+		st->leaves[0].first_max = st->next_chunk;
+		started = true;
+	}
+	return started;
 }
 
 

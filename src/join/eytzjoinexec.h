@@ -188,6 +188,8 @@ typedef struct EytzJoinLeaf
 	uint64	   *qhi;
 	uint32	   *qrow;
 	uint32		nq;
+	bool		submitted;		/* the batch's queries went to its lookup */
+	uint32		first_max;		/* its first chunk was started this big (0: not) */
 	/* EXPLAIN ANALYZE: the batches that searched it */
 	uint64		searches;
 	/* parallel join, leader: its image shared with the workers */

@@ -330,6 +330,8 @@ prefetch_row(EytzJoinState *st, uint32 row)
 bool
 eytz_join_next_chunk(EytzJoinState *st)
 {
+	uint32		max;
+
 	st->pos = 0;
 	st->block_end = 0;
 	if (st->index_pass && st->ndeferred > 0 && st->heap_order)
@@ -359,7 +361,15 @@ eytz_join_next_chunk(EytzJoinState *st)
 		eytz_lookup_heap_all_visible(st->lookup, heap_all_visible(st));
 	}
 	stage_enter(st, STAGE_LOOKUP);
-	st->nchunk = eytz_lookup_next(st->lookup, st->next_chunk, &st->chunk);
+	/* a chunk started ahead is taken with the size it was started with */
+	max = st->next_chunk;
+	if (st->cur_leaf >= 0 && st->cur_leaf < st->nleaves &&
+		st->leaves[st->cur_leaf].first_max > 0)
+	{
+		max = st->leaves[st->cur_leaf].first_max;
+		st->leaves[st->cur_leaf].first_max = 0;
+	}
+	st->nchunk = eytz_lookup_next(st->lookup, max, &st->chunk);
 	st->next_chunk = (uint32) Min((uint64) st->next_chunk * EYTZ_GROWTH, (uint64) st->chunk_cap);
 	if (st->nchunk == 0)
 	{

@@ -194,7 +194,16 @@ typedef struct EytzSvcDevice
 typedef struct EytzSvcResident
 {
 	bool		used;
-	int			device;			/* where it lies */
+	int			device;			/* where it lies (sliced: its first slice) */
+	/*
+	 * A copy no one device can hold lies in key-range slices, one per
+	 * device, each its own layout (eytzservicecopies.c): their devices,
+	 * bytes and entries, in key order
+	 */
+	int			nslices;		/* 0: whole on device */
+	int8		slice_device[EYTZ_SVC_MAX_DEVICES];
+	uint64		slice_bytes[EYTZ_SVC_MAX_DEVICES];
+	uint64		slice_entries[EYTZ_SVC_MAX_DEVICES];
 	EytzSvcKey	key;
 	NameData	name;			/* the index's name when it was loaded */
 	uint64		ndead;			/* its layout's tombstones then */
@@ -203,6 +212,20 @@ typedef struct EytzSvcResident
 	uint64		last_used;		/* the LRU clock */
 	TimestampTz last_used_at;
 } EytzSvcResident;
+
+/* Does resident copy res (or a slice of it) lie on device d? */
+static inline bool
+eytz_svc_resident_on(const EytzSvcResident *res, int d)
+{
+	int			k;
+
+	if (res->nslices == 0)
+		return res->device == d;
+	for (k = 0; k < res->nslices; k++)
+		if (res->slice_device[k] == d)
+			return true;
+	return false;
+}
 
 typedef enum EytzSvcSlotState
 {

@@ -2,7 +2,8 @@
  * eytzservicecopies.c
  *		The service worker's resident copies (interface:
  *		eytzservicecopies.h): layouts streamed in by backends, placed on a
- *		device, evicted, and the lookups on them.
+ *		device or cut into slices over several, and evicted (the lookups
+ *		on them: eytzservicelookup.c).
  *
  * A copy is a GPU copy of the layout and its included columns, held through
  * eytzgpucopy.h as the backends' own copies are, or on CPU pseudo-devices a
@@ -10,7 +11,11 @@
  * (eytzimage.c).  Each device's copies are bounded by
  * eytzgpu.gpu_memory_limit as this process reads it (postgresql.conf,
  * reloaded on SIGHUP); a copy goes to the device with the most room, and
- * unpinned copies are evicted least recently used first.  A GPU failure
+ * unpinned copies are evicted least recently used first.  A copy no device
+ * can hold whole is cut by key range into slices, one per device, each
+ * sized to its device's room and laid out as a layout of its own (the rank
+ * walks of eytzbuild.c give each entry's slot in the whole and in its
+ * slice); it is placed, counted and evicted as one copy.  A GPU failure
  * other than memory marks that GPU broken for the main loop, which stops
  * using it (eytz_svc_device_failed): its copies are dropped, their
  * requests fail and their joins continue on the CPU; with no GPU left the
@@ -39,14 +44,6 @@
 #include "eytzservice.h"
 #include "eytzservicecopies.h"
 
-/* The worker's side of resident copy i */
-typedef struct SvcCopy
-{
-	EytzImage	image;			/* CPU: the layout and included columns */
-	EytzGpuCopy gpu;			/* GPU: the copy on its device */
-	bool		in_flight;		/* GPU: a batch submitted, not waited for */
-} SvcCopy;
-
 /* A layout being streamed in through slot i */
 typedef struct SvcLoad
 {
@@ -54,8 +51,13 @@ typedef struct SvcLoad
 	uint64		serial;			/* of the slot's claim */
 	EytzSvcKey	key;
 	EytzMetaPageData meta;
-	int			device;			/* where it goes */
+	int			device;			/* where it goes (-1: in slices) */
 	uint64		reserved;		/* bytes counted against the device's limit */
+	/* too large for any one device: key-range slices, in key order */
+	int			nslices;
+	int			slice_device[EYTZ_SVC_MAX_DEVICES];
+	uint64		slice_entries[EYTZ_SVC_MAX_DEVICES];
+	uint64		slice_reserved[EYTZ_SVC_MAX_DEVICES];
 	MemoryContext cxt;			/* holds the arrays */
 	EytzInclude inc;
 	char	   *keys;
@@ -64,30 +66,22 @@ typedef struct SvcLoad
 	uint8	   *nulls[EYTZ_MAX_INCLUDE];
 } SvcLoad;
 
-static SvcCopy copies[EYTZ_SVC_MAX_RESIDENT];
+SvcCopy		eytz_svc_copies[EYTZ_SVC_MAX_RESIDENT];
+MemoryContext eytz_svc_copies_cxt;
 
 static SvcLoad *loads;
-static MemoryContext copies_cxt;
 /* devices that failed other than for want of memory, this round */
 static bool device_broken[EYTZ_SVC_MAX_DEVICES];
 static char last_gpu_error[256];
 
-/*
- * CPU answers: the queries in batch order, the matches' sort scratch, and
- * the "have" flags of a stage (every match of an image has its values)
- */
-static EytzMatch *cpu_order;
-static uint32 cpu_order_cap;
-static EytzMatch *cpu_scratch;
-static bool *cpu_have;
-static uint32 cpu_scratch_cap;
+static void free_slices(SvcCopy *copy, int n);
 
 /*
  * A GPU failure on device as s->why-sized why (naming the GPU when there
  * are several); a failure other than memory marks the device broken
  */
-static bool
-gpu_failed(char *why, int device, const EytzGpuFailure *failure)
+bool
+eytz_svc_gpu_failed(char *why, int device, const EytzGpuFailure *failure)
 {
 	eytz_gpu_failure_text(why, sizeof(((EytzSvcSlot *) NULL)->why), failure,
 						  eytz_svc->ndevices > 1 ? device : -1);
@@ -123,61 +117,7 @@ gpu_upload(SvcLoad *ld, int device, SvcCopy *copy, uint64 *bytes, char *why)
 
 	if (!eytz_gpu_copy_upload(&copy->gpu, device, &ld->meta, ld->keys, ld->tids,
 							  &ld->inc, ld->values, ld->nulls, bytes, &failure))
-		return gpu_failed(why, device, &failure);
-	return true;
-}
-
-/*
- * Submit slot s's lookup to copy's GPU and return while it works (one
- * batch in flight per copy).  hi is NULL for points (no count pass on a
- * unique index); ascending rows take the cheaper sort.
- */
-static bool
-gpu_lookup_start(SvcCopy *copy, int device, EytzSvcSlot *s, const uint64 *lo,
-				 const uint64 *hi, const uint32 *rows, bool ascending)
-{
-	EytzGpuFailure failure;
-
-	if (!eytz_gpu_copy_select(&copy->gpu, s->want, s->ncols, s->cols, &failure) ||
-		!eytz_gpu_copy_submit(&copy->gpu, lo, hi, rows, s->nq, s->max, ascending,
-							  &failure))
-		return gpu_failed(s->why, device, &failure);
-	copy->in_flight = true;
-	return true;
-}
-
-/*
- * Wait for the lookup gpu_lookup_start submitted: the matches (sorted by
- * the GPU), and with s->want the keys and values the GPU gathered for
- * them, in match order, into out
- */
-static bool
-gpu_lookup_finish(SvcCopy *copy, int device, EytzSvcSlot *s, EytzMatch *out)
-{
-	EytzGpuFailure failure;
-	EytzGpuAnswer answer;
-	EytzStage	stage;
-	int			c;
-
-	copy->in_flight = false;
-	/* the slot's window lays the keys and values out after the matches */
-	memset(&stage, 0, sizeof(stage));
-	stage.ncols = s->ncols;
-	stage.keys = eytz_svc_keys((char *) out, s->max);
-	for (c = 0; c < s->ncols; c++)
-	{
-		stage.cols[c] = s->cols[c];
-		stage.values[c] = eytz_svc_values((char *) out, s->max, c);
-		stage.isnull[c] = eytz_svc_isnull((char *) out, s->max, s->ncols, c);
-	}
-	if (!eytz_gpu_copy_wait(&copy->gpu, out, &stage, 0, &answer, &failure))
-		return gpu_failed(s->why, device, &failure);
-	if (answer.staged)
-		s->staged = true;
-	s->nout = answer.nout;
-	s->nq_done = answer.nq_done;
-	s->kernel_ms = answer.kernel_ms;
-	s->transfer_ms = answer.transfer_ms;
+		return eytz_svc_gpu_failed(why, device, &failure);
 	return true;
 }
 
@@ -196,27 +136,39 @@ pinned(int r)
 			return true;
 	}
 	/* a batch in flight there, though its backend abandoned the slot */
-	return copies[r].in_flight;
+	return eytz_svc_copies[r].in_flight;
 }
 
 /* Drop copy r */
 static void
 drop_copy(int r)
 {
-	EytzSvcDevice *dev;
+	EytzSvcResident *res = &eytz_svc->resident[r];
+	SvcCopy    *copy = &eytz_svc_copies[r];
+	int			k;
 
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
-	dev = &eytz_svc->devices[eytz_svc->resident[r].device];
-	eytz_svc->bytes -= eytz_svc->resident[r].bytes;
-	dev->bytes -= eytz_svc->resident[r].bytes;
-	dev->copies--;
-	eytz_svc->resident[r].used = false;
+	eytz_svc->bytes -= res->bytes;
+	if (res->nslices == 0)
+	{
+		eytz_svc->devices[res->device].bytes -= res->bytes;
+		eytz_svc->devices[res->device].copies--;
+	}
+	for (k = 0; k < res->nslices; k++)
+	{
+		eytz_svc->devices[res->slice_device[k]].bytes -= res->slice_bytes[k];
+		eytz_svc->devices[res->slice_device[k]].copies--;
+	}
+	res->used = false;
+	res->nslices = 0;
 	LWLockRelease(eytz_svc->lock);
-	if (copies[r].gpu.handle)
-		eytz_gpu_copy_free(&copies[r].gpu);
-	if (copies[r].image.cxt)
-		MemoryContextDelete(copies[r].image.cxt);
-	memset(&copies[r], 0, sizeof(SvcCopy));
+	if (copy->slices)
+		free_slices(copy, copy->nslices);
+	if (copy->gpu.handle)
+		eytz_gpu_copy_free(&copy->gpu);
+	if (copy->image.cxt)
+		MemoryContextDelete(copy->image.cxt);
+	memset(copy, 0, sizeof(SvcCopy));
 }
 
 /* The least recently used unpinned copy on device d (any: -1), or -1 */
@@ -229,7 +181,7 @@ lru_victim(int d)
 	LWLockAcquire(eytz_svc->lock, LW_SHARED);
 	for (r = 0; r < EYTZ_SVC_MAX_RESIDENT; r++)
 		if (eytz_svc->resident[r].used && !pinned(r) &&
-			(d < 0 || eytz_svc->resident[r].device == d) &&
+			(d < 0 || eytz_svc_resident_on(&eytz_svc->resident[r], d)) &&
 			(best < 0 || eytz_svc->resident[r].last_used < eytz_svc->resident[best].last_used))
 			best = r;
 	LWLockRelease(eytz_svc->lock);
@@ -260,6 +212,20 @@ make_room(int d, uint64 need)
 	return true;
 }
 
+/* What load ld counts against its devices' limits, no longer */
+static void
+unreserve(SvcLoad *ld)
+{
+	int			k;
+
+	if (ld->nslices == 0)
+		eytz_svc->devices[ld->device].loading -= ld->reserved;
+	for (k = 0; k < ld->nslices; k++)
+		eytz_svc->devices[ld->slice_device[k]].loading -= ld->slice_reserved[k];
+	ld->reserved = 0;
+	ld->nslices = 0;
+}
+
 static void
 drop_load(int i)
 {
@@ -269,7 +235,7 @@ drop_load(int i)
 		return;
 	if (ld->cxt)
 		MemoryContextDelete(ld->cxt);
-	eytz_svc->devices[ld->device].loading -= ld->reserved;
+	unreserve(ld);
 	memset(ld, 0, sizeof(SvcLoad));
 }
 
@@ -355,6 +321,93 @@ place_copy(uint64 need, uint32 tried)
 	return -1;
 }
 
+/* Room under device d's limit now */
+static uint64
+room_on(int d)
+{
+	uint64		limit = (uint64) eytz_gpu_memory_limit_mb * 1024 * 1024;
+	EytzSvcDevice *dev = &eytz_svc->devices[d];
+	uint64		used = dev->bytes + dev->loading;
+
+	return used < limit ? limit - used : 0;
+}
+
+/*
+ * A copy of meta's layout that no device holds whole (with what is not
+ * pinned evicted): key-range slices, one per device, each sized to the room
+ * its device has, the roomiest device's first, each slice its own layout
+ * (built at the load's end).  Reserves their room in ld; false if the
+ * devices together cannot hold it.
+ */
+static bool
+plan_slices(SvcLoad *ld, const EytzMetaPageData *meta, const EytzInclude *inc)
+{
+	uint64		n = meta->nentries;
+	uint64		need = copy_estimate(meta, inc);
+	uint64		per_entry;
+	uint64		left = n;
+	int			order[EYTZ_SVC_MAX_DEVICES];
+	int			nd,
+				j;
+
+	if (eytz_svc->ndevices < 2 || n < 64 || n > PG_UINT32_MAX)
+		return false;
+	per_entry = need / n + 1;
+	/* evict what is not pinned until the devices' rooms add up */
+	for (;;)
+	{
+		uint64		total = 0;
+		int			r;
+
+		nd = devices_by_room(order);
+		for (j = 0; j < nd; j++)
+			total += room_on(order[j]);
+		if (nd >= 2 && total >= need + need / 16)
+			break;
+		if ((r = lru_victim(-1)) < 0)
+			return false;
+		drop_copy(r);
+		LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
+		eytz_svc->evictions++;
+		LWLockRelease(eytz_svc->lock);
+	}
+	ld->nslices = 0;
+	ld->reserved = 0;
+	for (j = 0; j < nd && left > 0; j++)
+	{
+		uint64		room = room_on(order[j]);
+		uint64		count = Min(left, room / per_entry);
+		uint64		bytes = 0;
+		EytzMetaPageData part = *meta;
+
+		/* the estimate is not quite linear: a little less until it fits */
+		while (count > 0)
+		{
+			eytz_set_layout_meta(&part, count, meta->key_width, meta->fanout,
+								 meta->keys_start);
+			if ((bytes = copy_estimate(&part, inc)) <= room)
+				break;
+			count -= count / 64 + 1;
+		}
+		if (count == 0)
+			continue;
+		ld->slice_device[ld->nslices] = order[j];
+		ld->slice_entries[ld->nslices] = count;
+		ld->slice_reserved[ld->nslices] = bytes;
+		ld->reserved += bytes;
+		eytz_svc->devices[order[j]].loading += bytes;
+		ld->nslices++;
+		left -= count;
+	}
+	if (left > 0 || ld->nslices < 2)
+	{
+		unreserve(ld);
+		return false;
+	}
+	ld->device = -1;
+	return true;
+}
+
 EytzSvcStatus
 eytz_svc_load_begin(int i, EytzSvcSlot *s)
 {
@@ -380,11 +433,13 @@ eytz_svc_load_begin(int i, EytzSvcSlot *s)
 		if (loads[j].active && memcmp(&loads[j].key, &s->key, sizeof(EytzSvcKey)) == 0)
 			return ST_BUSY;
 
-	if ((d = place_copy(need, 0)) < 0)
+	if ((d = place_copy(need, 0)) < 0 && plan_slices(ld, &s->meta, &s->inc))
+		need = ld->reserved;
+	else if (d < 0)
 	{
 		if (eytz_svc->ndevices > 1)
 			snprintf(s->why, sizeof(s->why),
-					 "index \"%s\" needs about " UINT64_FORMAT " MB of %s memory, more than eytzgpu.gpu_memory_limit leaves on any device of the service",
+					 "index \"%s\" needs about " UINT64_FORMAT " MB of %s memory, more than eytzgpu.gpu_memory_limit leaves on all its devices",
 					 NameStr(s->name), need / (1024 * 1024) + 1,
 					 eytz_svc->state == SVC_GPU ? "GPU" : "service");
 		else
@@ -394,7 +449,7 @@ eytz_svc_load_begin(int i, EytzSvcSlot *s)
 					 eytz_svc->state == SVC_GPU ? "GPU" : "service");
 		return ST_FAILED;
 	}
-	ld->cxt = AllocSetContextCreate(copies_cxt, "eytzgpu service copy", ALLOCSET_SMALL_SIZES);
+	ld->cxt = AllocSetContextCreate(eytz_svc_copies_cxt, "eytzgpu service copy", ALLOCSET_SMALL_SIZES);
 	ld->keys = alloc_or_null(ld->cxt, s->meta.nentries * s->meta.key_width);
 	ld->tids = alloc_or_null(ld->cxt, s->meta.nentries * sizeof(uint64));
 	ok = ld->keys != NULL && ld->tids != NULL;
@@ -411,7 +466,8 @@ eytz_svc_load_begin(int i, EytzSvcSlot *s)
 	ld->inc = s->inc;
 	ld->device = d;
 	ld->reserved = need;
-	eytz_svc->devices[d].loading += need;
+	if (ld->nslices == 0)
+		eytz_svc->devices[d].loading += need;
 	if (!ok)
 	{
 		drop_load(i);
@@ -456,16 +512,142 @@ eytz_svc_load_column(int i, EytzSvcSlot *s, const char *window)
 	return ST_OK;
 }
 
+/* Free what slices copy->slices[0..n) hold */
+static void
+free_slices(SvcCopy *copy, int n)
+{
+	int			k;
+
+	for (k = 0; k < n; k++)
+	{
+		if (copy->slices[k].gpu.handle)
+			eytz_gpu_copy_free(&copy->slices[k].gpu);
+		if (copy->slices[k].image.cxt)
+			MemoryContextDelete(copy->slices[k].image.cxt);
+	}
+	pfree(copy->slices);
+	copy->slices = NULL;
+	copy->nslices = 0;
+}
+
+/*
+ * The entries of ld's layout in key order, cut into ld's slices: each
+ * slice its own layout (walking the ranks of the whole layout and of the
+ * slice's gives each entry's slot in both), uploaded to its GPU or kept as
+ * its CPU image.  bytes[k]: what slice k holds.  false with why (nothing
+ * held) when a slice cannot be made.
+ */
+static bool
+build_slices(SvcLoad *ld, SvcCopy *copy, uint64 *bytes, char *why)
+{
+	int			kw = ld->meta.key_width;
+	EytzRankWalk whole;
+	bool		ok = true;
+	int			k,
+				c;
+
+	copy->slices = MemoryContextAllocZero(eytz_svc_copies_cxt, sizeof(SvcSlice) * ld->nslices);
+	eytz_rank_walk_init(&whole, ld->meta.nentries, ld->meta.fanout);
+	for (k = 0; k < ld->nslices && ok; k++)
+	{
+		SvcSlice   *slice = &copy->slices[k];
+		EytzImage  *img = &slice->image;
+		uint64		n = ld->slice_entries[k];
+		MemoryContext cxt = AllocSetContextCreate(eytz_svc_copies_cxt, "eytzgpu service slice",
+												  ALLOCSET_SMALL_SIZES);
+		EytzRankWalk part;
+		uint64		i;
+		uint32		level;
+
+		copy->nslices = k + 1;
+		slice->device = ld->slice_device[k];
+		img->img.meta = ld->meta;
+		eytz_set_layout_meta(&img->img.meta, n, kw, ld->meta.fanout, ld->meta.keys_start);
+		img->inc = ld->inc;
+		img->img.keys = alloc_or_null(cxt, n * kw);
+		img->img.tids = alloc_or_null(cxt, n * sizeof(uint64));
+		ok = img->img.keys != NULL && img->img.tids != NULL;
+		for (c = 0; c < ld->inc.ncols && ok; c++)
+		{
+			img->values[c] = alloc_or_null(cxt, n * ld->inc.width[c]);
+			img->nulls[c] = alloc_or_null(cxt, (n + 7) / 8);
+			ok = img->values[c] != NULL && img->nulls[c] != NULL;
+			if (ok)
+				memset(img->nulls[c], 0, (n + 7) / 8);
+		}
+		if (!ok)
+		{
+			MemoryContextDelete(cxt);
+			snprintf(why, sizeof(((EytzSvcSlot *) NULL)->why), "the eytzgpu service is out of memory");
+			break;
+		}
+		eytz_rank_walk_init(&part, n, ld->meta.fanout);
+		for (i = 0; i < n; i++)
+		{
+			uint64		from = eytz_rank_walk_next(&whole, &level);
+			uint64		to = eytz_rank_walk_next(&part, &level);
+			uint64		key = kw == 4 ? ((uint32 *) ld->keys)[from] : ((uint64 *) ld->keys)[from];
+
+			memcpy((char *) img->img.keys + to * kw, ld->keys + from * kw, kw);
+			img->img.tids[to] = ld->tids[from];
+			if (eytz_tid_block(ld->tids[from]) == InvalidBlockNumber)
+				img->img.meta.ndead++;
+			for (c = 0; c < ld->inc.ncols; c++)
+			{
+				int			w = ld->inc.width[c];
+
+				memcpy(img->values[c] + to * w, ld->values[c] + from * w, w);
+				if ((ld->nulls[c][from / 8] >> (from % 8)) & 1)
+					img->nulls[c][to / 8] |= 1 << (to % 8);
+			}
+			if (i == 0)
+				slice->minkey = key;
+			slice->maxkey = key;
+		}
+		pfree(part.next_slot);
+		if (eytz_svc->state == SVC_GPU)
+		{
+			EytzGpuFailure failure;
+
+			ok = eytz_gpu_copy_upload(&slice->gpu, slice->device, &img->img.meta,
+									  img->img.keys, img->img.tids, &img->inc,
+									  img->values, img->nulls, &bytes[k], &failure);
+			if (!ok)
+				eytz_svc_gpu_failed(why, slice->device, &failure);
+			/* the GPU holds it: only the description stays */
+			MemoryContextDelete(cxt);
+			img->img.keys = NULL;
+			img->img.tids = NULL;
+			memset(img->values, 0, sizeof(img->values));
+			memset(img->nulls, 0, sizeof(img->nulls));
+		}
+		else
+		{
+			img->cxt = cxt;
+			bytes[k] = ld->slice_reserved[k];
+		}
+	}
+	pfree(whole.next_slot);
+	if (!ok)
+		free_slices(copy, copy->nslices);
+	return ok;
+}
+
 /* Make slot i's streamed layout resident, pinned by the slot */
 EytzSvcStatus
 eytz_svc_load_end(int i, EytzSvcSlot *s)
 {
 	SvcLoad    *ld = &loads[i];
 	SvcCopy		copy;
-	uint64		bytes;
+	uint64		bytes = 0;
+	uint64		slice_bytes[EYTZ_SVC_MAX_DEVICES];
+	uint64		slice_entries[EYTZ_SVC_MAX_DEVICES];
+	int			slice_device[EYTZ_SVC_MAX_DEVICES];
+	int			nslices = ld->nslices;
 	int			device;
 	int			r = -1;
 	int			old;
+	int			k;
 
 	if (!ld->active || ld->serial != s->serial)
 	{
@@ -493,7 +675,24 @@ eytz_svc_load_end(int i, EytzSvcSlot *s)
 	memset(&copy, 0, sizeof(copy));
 	copy.image.img.meta = ld->meta;
 	copy.image.inc = ld->inc;
-	if (eytz_svc->state == SVC_GPU)
+	if (nslices > 0)
+	{
+		/* too large for any one device: a slice on each of several */
+		if (!build_slices(ld, &copy, slice_bytes, s->why))
+		{
+			drop_load(i);
+			return ST_FAILED;
+		}
+		for (k = 0; k < nslices; k++)
+		{
+			slice_device[k] = ld->slice_device[k];
+			slice_entries[k] = ld->slice_entries[k];
+			bytes += slice_bytes[k];
+		}
+		device = slice_device[0];
+		drop_load(i);
+	}
+	else if (eytz_svc->state == SVC_GPU)
 	{
 		uint32		tried = 0;
 
@@ -534,13 +733,26 @@ eytz_svc_load_end(int i, EytzSvcSlot *s)
 		device = ld->device;
 		drop_load(i);
 	}
-	copies[r] = copy;
+	eytz_svc_copies[r] = copy;
 	LWLockAcquire(eytz_svc->lock, LW_EXCLUSIVE);
 	eytz_svc->resident[r].used = true;
 	eytz_svc->resident[r].device = device;
-	eytz_svc->devices[device].bytes += bytes;
-	eytz_svc->devices[device].copies++;
-	eytz_svc->devices[device].loads++;
+	eytz_svc->resident[r].nslices = nslices;
+	if (nslices == 0)
+	{
+		eytz_svc->devices[device].bytes += bytes;
+		eytz_svc->devices[device].copies++;
+		eytz_svc->devices[device].loads++;
+	}
+	for (k = 0; k < nslices; k++)
+	{
+		eytz_svc->resident[r].slice_device[k] = slice_device[k];
+		eytz_svc->resident[r].slice_bytes[k] = slice_bytes[k];
+		eytz_svc->resident[r].slice_entries[k] = slice_entries[k];
+		eytz_svc->devices[slice_device[k]].bytes += slice_bytes[k];
+		eytz_svc->devices[slice_device[k]].copies++;
+		eytz_svc->devices[slice_device[k]].loads++;
+	}
 	eytz_svc->resident[r].key = s->key;
 	eytz_svc->resident[r].name = s->name;
 	eytz_svc->resident[r].ndead = copy.image.img.meta.ndead;
@@ -568,175 +780,6 @@ eytz_svc_load_end(int i, EytzSvcSlot *s)
 			drop_copy(old);
 	}
 	return ST_OK;
-}
-
-/*
- * The CPU answer: the seam's batched search over the image, then the sort.
- * The queries are searched sorted by low key, as the seam's own image view
- * does (neighbouring searches share their upper path): points within 2^32
- * of the least key as packed 8-byte records, others as an order.  The
- * answer must be a prefix of the batch: when the matches of the whole
- * batch do not fit in max, a shorter prefix is searched.  With rows_in_order
- * (points, rows ascending) the matches of one TID come in row order either
- * way (the sort by key is stable).
- */
-static bool
-cpu_lookup(int r, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
-		   const uint32 *rows, bool points, bool rows_in_order, EytzMatch *out)
-{
-	EytzStage	stage;
-	EytzStage  *st = NULL;
-	uint64		base = PG_UINT64_MAX,
-				top = 0;
-	uint64	   *packed = NULL;
-	uint32		n = 0;
-	uint32		p;
-	uint32		i;
-	int			j;
-
-	if (cpu_order_cap < s->nq)
-	{
-		if (cpu_order)
-			pfree(cpu_order);
-		/* twice: the sort's scratch */
-		cpu_order = eytz_alloc_large(copies_cxt, sizeof(EytzMatch) * (Size) s->nq * 2);
-		cpu_order_cap = s->nq;
-	}
-	if (cpu_scratch_cap < s->max)
-	{
-		if (cpu_scratch)
-		{
-			pfree(cpu_scratch);
-			pfree(cpu_have);
-		}
-		cpu_scratch = eytz_alloc_large(copies_cxt, sizeof(EytzMatch) * (Size) s->max);
-		cpu_have = MemoryContextAllocHuge(copies_cxt, sizeof(bool) * (Size) s->max);
-		cpu_scratch_cap = s->max;
-	}
-	/* the values go to the window at the matches' positions as found */
-	if (s->want)
-	{
-		memset(&stage, 0, sizeof(stage));
-		stage.ncols = s->ncols;
-		stage.have = cpu_have;
-		stage.keys = eytz_svc_keys((char *) out, s->max);
-		for (j = 0; j < s->ncols; j++)
-		{
-			stage.cols[j] = s->cols[j];
-			stage.values[j] = eytz_svc_values((char *) out, s->max, j);
-			stage.isnull[j] = eytz_svc_isnull((char *) out, s->max, s->ncols, j);
-		}
-		st = &stage;
-	}
-	for (i = 0; i < s->nq; i++)
-	{
-		base = Min(base, lo[i]);
-		top = Max(top, lo[i]);
-	}
-	/*
-	 * The first p queries sorted and searched; while their matches do not
-	 * all fit, p becomes a little less than the number of those searched
-	 * that did (a prefix of that size fits most likely), down to the
-	 * first query alone.  A batch of more queries than matches fit starts
-	 * from twice as many queries as fit (with misses, more queries fit
-	 * than matches): the seam asks for what is left of its chunk, often a
-	 * few matches, and sorting the whole window's queries for those costs
-	 * more than the search.
-	 */
-	p = s->nq <= s->max ? s->nq : Min(s->nq, 2 * s->max + 16);
-	for (;;)
-	{
-		uint32		done;
-
-		packed = NULL;
-		if (points && p > 0 && top - base <= PG_UINT32_MAX)
-		{
-			packed = (uint64 *) cpu_order;
-			for (i = 0; i < p; i++)
-				packed[i] = (lo[i] - base) << 32 | rows[i];
-			eytz_sort_u64(packed, p, packed + p, ~(uint64) PG_UINT32_MAX);
-		}
-		else
-		{
-			for (i = 0; i < p; i++)
-			{
-				cpu_order[i].tid = lo[i];
-				cpu_order[i].row = i;
-				cpu_order[i].unused = rows[i];
-			}
-			eytz_match_sort_keys(cpu_order, p, cpu_order + p);
-		}
-		n = 0;
-		done = eytz_image_search(&copies[r].image, cpu_order, packed, base,
-								 0, p, hi, s->max, out, &n, st, false);
-		if (done == p)
-			break;
-		/* a little fewer than the sorted pass took: a prefix that fits */
-		p = done - done / 8;
-	}
-	s->nq_done = p;
-	s->staged = s->want;
-	s->nout = eytz_match_sort(out, n, cpu_scratch, rows_in_order);
-	s->kernel_ms = 0;
-	s->transfer_ms = 0;
-	return true;
-}
-
-/*
- * Answer slot s's lookup; on the GPU only submit it (*in_flight: the copy
- * it went to, then eytz_svc_lookup_finish waits for it; else -1)
- */
-EytzSvcStatus
-eytz_svc_lookup(EytzSvcSlot *s, char *window, int *in_flight)
-{
-	int			r = s->resident;
-	const uint64 *lo = (const uint64 *) window;
-	const uint64 *hi = s->points ? NULL : lo + s->nq;
-	const uint32 *rows = (const uint32 *) (lo + 2 * (Size) s->nq);
-	EytzMatch  *out = (EytzMatch *) (window + eytz_svc_out_offset(s->nq));
-	bool		points,
-				ascending,
-				ok;
-	int			j;
-
-	if (r < 0 || !eytz_svc->resident[r].used ||
-		memcmp(&eytz_svc->resident[r].key, &s->key, sizeof(EytzSvcKey)) != 0)
-	{
-		snprintf(s->why, sizeof(s->why), "the eytzgpu service does not hold this generation");
-		return ST_FAILED;
-	}
-	for (j = 0; j < s->ncols; j++)
-		if (s->cols[j] < 0 || s->cols[j] >= copies[r].image.inc.ncols)
-		{
-			snprintf(s->why, sizeof(s->why), "the eytzgpu service's copy has no included column %d", s->cols[j] + 1);
-			return ST_FAILED;
-		}
-	/* the batch's shape, once: hi is NULL for points, it reads lo and rows then */
-	eytz_gpu_batch_shape(lo, hi, rows, s->nq, &points, &ascending);
-	if (eytz_svc->state == SVC_GPU)
-	{
-		ok = gpu_lookup_start(&copies[r], eytz_svc->resident[r].device,
-							  s, lo, points ? NULL : hi, rows, ascending);
-		*in_flight = ok ? r : -1;
-	}
-	else
-		ok = cpu_lookup(r, s, lo, hi, rows, points, points && ascending, out);
-	/* finish counts the hit, under the lock it hands the answer over with */
-	return ok ? ST_OK : ST_FAILED;
-}
-
-/*
- * The answer of slot i's lookup submitted to copy r of the GPU (not the
- * slot's resident: a backend that abandons its slot clears that)
- */
-EytzSvcStatus
-eytz_svc_lookup_finish(int i, int r)
-{
-	EytzSvcSlot *s = &eytz_svc->slots[i];
-	EytzMatch  *out = (EytzMatch *) (eytz_svc_window(i) + eytz_svc_out_offset(s->nq));
-
-	return gpu_lookup_finish(&copies[r], eytz_svc->resident[r].device, s, out) ?
-		ST_OK : ST_FAILED;
 }
 
 bool
@@ -768,7 +811,7 @@ eytz_svc_device_broken(int d)
 void
 eytz_svc_copies_init(MemoryContext cxt)
 {
-	copies_cxt = cxt;
+	eytz_svc_copies_cxt = cxt;
 	loads = MemoryContextAllocZero(cxt, sizeof(SvcLoad) * eytz_svc->nslots);
 }
 
@@ -815,6 +858,7 @@ eytz_svc_device_failed(int d)
 		proc_exit(1);
 	}
 	for (r = 0; r < EYTZ_SVC_MAX_RESIDENT; r++)
-		if (eytz_svc->resident[r].used && eytz_svc->resident[r].device == d)
+		if (eytz_svc->resident[r].used &&
+			eytz_svc_resident_on(&eytz_svc->resident[r], d))
 			drop_copy(r);
 }

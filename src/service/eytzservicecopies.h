@@ -1,14 +1,53 @@
 /*
  * eytzservicecopies.h
- *		The service worker's resident copies (eytzservicecopies.c), for its
- *		main loop (eytzservicemain.c): the requests that load a layout and
- *		look batches up, and the state of the devices the copies live on.
- *		Shared by those two files only.
+ *		The service worker's resident copies (eytzservicecopies.c) and the
+ *		lookups on them (eytzservicelookup.c), for its main loop
+ *		(eytzservicemain.c): the requests that load a layout and look
+ *		batches up, and the state of the devices the copies live on.
+ *		Shared by those three files only.
  */
 #ifndef EYTZSERVICECOPIES_H
 #define EYTZSERVICECOPIES_H
 
+#include "eytzgpucopy.h"
+#include "eytzimage.h"
 #include "eytzservice.h"
+
+/*
+ * One key range of a copy too large for any one device: its own layout of
+ * the entries whose keys lie in [minkey, maxkey], on its own device
+ */
+typedef struct SvcSlice
+{
+	int			device;
+	uint64		minkey;			/* encoded keys of its first and last entry */
+	uint64		maxkey;
+	EytzImage	image;			/* CPU: the slice's layout, included columns */
+	EytzGpuCopy gpu;			/* GPU: the slice on its device */
+	bool		in_flight;		/* GPU: a batch submitted, not waited for */
+} SvcSlice;
+
+/* The worker's side of resident copy r: whole on one device, or in slices */
+typedef struct SvcCopy
+{
+	EytzImage	image;			/* CPU: the layout and included columns (sliced:
+								 * the included columns' description only) */
+	EytzGpuCopy gpu;			/* GPU: the copy on its device */
+	bool		in_flight;		/* GPU: a batch submitted, not waited for */
+	int			nslices;		/* 0: whole */
+	SvcSlice   *slices;		/* in key order, in eytz_svc_copies_cxt */
+} SvcCopy;
+
+extern SvcCopy eytz_svc_copies[EYTZ_SVC_MAX_RESIDENT];
+extern MemoryContext eytz_svc_copies_cxt;
+
+/*
+ * A GPU failure on device as s->why-sized why (naming the GPU when there
+ * are several); a failure other than memory marks the device broken.
+ * Returns false.
+ */
+extern bool eytz_svc_gpu_failed(char *why, int device,
+								const EytzGpuFailure *failure);
 
 /* At the worker's start: the copies' memory lives in cxt */
 extern void eytz_svc_copies_init(MemoryContext cxt);

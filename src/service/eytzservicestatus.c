@@ -115,7 +115,10 @@ eytzgpu_service_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/* eytzgpu_service_resident(): a row per resident copy, most recently used first */
+/*
+ * eytzgpu_service_resident(): a row per resident copy (a sliced one's: per
+ * slice), most recently used first
+ */
 Datum
 eytzgpu_service_resident(PG_FUNCTION_ARGS)
 {
@@ -141,6 +144,7 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 		Datum		values[10];
 		bool		nulls[10] = {false};
 		int			best = 0;
+		int			k;
 
 		for (i = 1; i < n; i++)
 			if (copy[i].last_used > copy[best].last_used)
@@ -155,7 +159,16 @@ eytzgpu_service_resident(PG_FUNCTION_ARGS)
 		values[7] = Int64GetDatum((int64) copy[best].hits);
 		values[8] = TimestampTzGetDatum(copy[best].last_used_at);
 		values[9] = Int32GetDatum(copy[best].device);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if (copy[best].nslices == 0)
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		/* a sliced copy: a row per slice, its entries, bytes and device */
+		for (k = 0; k < copy[best].nslices; k++)
+		{
+			values[5] = Int64GetDatum((int64) copy[best].slice_entries[k]);
+			values[6] = Int64GetDatum((int64) copy[best].slice_bytes[k]);
+			values[9] = Int32GetDatum(copy[best].slice_device[k]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
 		copy[best] = copy[--n];
 	}
 	return (Datum) 0;

@@ -6,7 +6,8 @@
 \i test/sql/join_harness.inc
 \set ECHO all
 
--- jl_device(q): the view that answered q (EXPLAIN ANALYZE's Device line)
+-- jl_device(q): the view that answered q (EXPLAIN ANALYZE's Device line; a
+-- shared image, on a server that preloads the extension, is the image view)
 CREATE FUNCTION jl_device(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	r record;
@@ -14,7 +15,7 @@ DECLARE
 BEGIN
 	FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
 		IF r."QUERY PLAN" ~ '^\s*Device: ' THEN
-			d := substring(r."QUERY PLAN" from 'Device: (.*)$');
+			d := replace(substring(r."QUERY PLAN" from 'Device: (.*)$'), ' (shared image)', '');
 		END IF;
 	END LOOP;
 	RETURN d;

@@ -78,6 +78,31 @@ SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k')
 ROLLBACK;
 VACUUM jt_hash;
 SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+-- the pipeline: every leaf's share of a batch submitted and its first chunk
+-- started at once (on the CPU with lookup_overlap = always), small batches
+-- and chunks, the leaves' answers then taken in turn
+SET eytzgpu.lookup_overlap = always;
+SET eytzgpu.batch_size = 1000;
+SET work_mem = '128kB';
+SELECT join_check('SELECT o.x, i.v, i.t FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_hash i ON i.k = o.k AND i.v % 4 <> 1');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_hash i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hash i ON i.k BETWEEN o.x AND o.x + 3');
+SELECT join_check('SELECT p.g, s.c FROM generate_series(0, 4) p(g),
+	LATERAL (SELECT count(*) AS c FROM (SELECT i.v FROM jt_outer o JOIN jt_hash i ON i.k = o.k
+										WHERE o.x % 5 = p.g LIMIT 1500) x) s');
+CREATE FUNCTION jt_overlap(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	plan text;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF) ' || q INTO plan;
+	RETURN coalesce((regexp_match(plan, '"Lookup Overlap": (\d+)'))[1]::bigint, 0);
+END $$;
+SELECT jt_overlap('SELECT o.x, i.v, i.t FROM jt_outer o JOIN jt_hash i ON i.k BETWEEN o.x AND o.x + 3') > 0 AS overlapped;
+RESET eytzgpu.lookup_overlap;
+RESET eytzgpu.batch_size;
+RESET work_mem;
 
 -- range with a default partition, an empty leaf, pruning by the inner quals
 CREATE TABLE jt_range (k int4, v int4) PARTITION BY RANGE (k);

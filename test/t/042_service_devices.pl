@@ -11,7 +11,9 @@
 # without included columns, batch_size = 1 (a request per outer row), and
 # small windows (a batch in several requests); the copies spread over the
 # devices, one device each while they fit; an index larger than any
-# device's limit runs on the CPU with the reason in EXPLAIN; LRU eviction
+# device's limit in key-range slices on several (points, ranges, LEFT, ANTI,
+# SEMI, included values, tombstones); one larger than all of them together
+# runs on the CPU with the reason in EXPLAIN; LRU eviction
 # per device; eytzgpu_service_gpus() and the device column of
 # eytzgpu_service_resident().
 use strict;
@@ -56,13 +58,22 @@ $node->safe_psql(
 	INSERT INTO t2 (k, v) SELECT (random() * 100000)::int4, g FROM generate_series(1, 150000) g;
 	INSERT INTO t3 (k, v) SELECT (random() * 100000)::int4, g FROM generate_series(1, 150000) g;
 	INSERT INTO t4 (k, v) SELECT (random() * 100000)::int4, g FROM generate_series(1, 150000) g;
-	INSERT INTO big (k, v) SELECT (random() * 100000)::int4, g FROM generate_series(1, 400000) g;
+	INSERT INTO big (k, v) SELECT CASE WHEN random() < 0.02 THEN NULL
+		ELSE (random() * 100000)::int4 END, g FROM generate_series(1, 400000) g;
+	INSERT INTO big (k, v) VALUES (2147483647, -1), (-2147483648, -2), (0, 0);
+	CREATE TABLE big2 (LIKE t1 INCLUDING ALL);
+	INSERT INTO big2 (k, v) SELECT (random() * 50000)::int4, CASE WHEN g % 50 = 0 THEN NULL ELSE g END
+		FROM generate_series(1, 300000) g;
+	CREATE TABLE huge (LIKE t1 INCLUDING ALL);
+	INSERT INTO huge (k, v) SELECT (random() * 100000)::int4, g FROM generate_series(1, 1000000) g;
 	CREATE INDEX t1_k ON t1 USING eytzgpu (k);
 	CREATE INDEX t2_k ON t2 USING eytzgpu (k) INCLUDE (v);
 	CREATE INDEX t3_k ON t3 USING eytzgpu (k);
 	CREATE INDEX t4_k ON t4 USING eytzgpu (k);
 	CREATE INDEX big_k ON big USING eytzgpu (k);
-	ANALYZE o, t1, t2, t3, t4, big;
+	CREATE INDEX big2_k ON big2 USING eytzgpu (k) INCLUDE (v);
+	CREATE INDEX huge_k ON huge USING eytzgpu (k);
+	ANALYZE o, t1, t2, t3, t4, big, big2, huge;
 });
 
 my $force = 'SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;';
@@ -114,13 +125,51 @@ is( $node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT evictions FROM eytzgpu_service_status()'),
 	'1', 'one eviction');
 
-# larger than any device's limit: the CPU, and EXPLAIN says why
+# larger than any device's limit: key-range slices on several devices, each
+# its own layout; a point goes to the slice its key falls in (both where
+# equal keys straddle a boundary), a range to every slice it meets, the
+# answers merged (small windows: many requests, answers cut short)
 my $plan = explain_join('big');
-like($plan, qr/Device: cpu(?! \(service\))/, 'an index larger than a device runs on the CPU');
-like($plan, qr/CPU Reason: .*gpu_memory_limit.*any device of the service/,
-	'EXPLAIN says no device has room');
+like($plan, qr/Device: cpu \(service\)/, 'an index larger than any device is answered by the service');
+like( $node->safe_psql('postgres',
+		"SELECT count(*) || ' ' || count(DISTINCT gpu) || ' ' || "
+		  . "(sum(entries) = (SELECT entries FROM eytzgpu_info('big_k'))) "
+		  . "FROM eytzgpu_service_resident() WHERE index_name = 'big_k'"),
+	qr/^([23]) \1 true$/, 'big: in slices on as many devices, every entry in one');
 ($got, $want) = answer('big', '');
 is($got, $want, "big: its answer is PostgreSQL's");
+($got, $want) = answer('big', 'SET eytzgpu.batch_size = 7;');
+is($got, $want, "big, batch_size = 7: its answer is PostgreSQL's");
+for my $q (
+	'SELECT count(*), sum((o.id * 1000003) # big.id) FROM o JOIN big ON big.k BETWEEN o.k::int8 - 30 AND o.k::int8 + 30',
+	'SELECT count(*), sum(o.id * 3 + coalesce(big.id, 5)) FROM o LEFT JOIN big ON big.k = o.k',
+	'SELECT count(*), sum(o.id) FROM o WHERE NOT EXISTS (SELECT 1 FROM big WHERE big.k = o.k)',
+	'SELECT count(*), sum(o.id) FROM o WHERE EXISTS (SELECT 1 FROM big WHERE big.k BETWEEN o.k AND o.k::int8 + 2)')
+{
+	is( $node->safe_psql('postgres', "$force $q"),
+		$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $q"),
+		"big: $q");
+}
+# included values staged by each slice (index-only), a tombstone in a slice
+$node->safe_psql('postgres',
+	'DELETE FROM big2 WHERE v % 97 = 0; VACUUM big2; INSERT INTO big2 (k, v) VALUES (5, NULL)');
+$plan = explain_join('big2');
+like($plan, qr/Device: cpu \(service\)/, 'big2 (INCLUDE) is answered by the service');
+($got, $want) = answer('big2', '');
+is($got, $want, "big2: its answer is PostgreSQL's, the included values the slices'");
+($got, $want) = answer('big2', 'SET eytzgpu.batch_size = 30;');
+is($got, $want, "big2, batch_size = 30: its answer is PostgreSQL's");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) > 1 FROM eytzgpu_service_resident() WHERE index_name = 'big2_k'"),
+	't', 'big2: in slices');
+
+# larger than the devices together: the CPU, and EXPLAIN says why
+$plan = explain_join('huge');
+like($plan, qr/Device: cpu(?! \(service\))/, 'an index larger than the devices together runs on the CPU');
+like($plan, qr/CPU Reason: .*gpu_memory_limit leaves on all its devices/,
+	'EXPLAIN says the devices have no room');
+($got, $want) = answer('huge', '');
+is($got, $want, "huge: its answer is PostgreSQL's");
 
 # a request per outer row, and the included column's values from the service
 ($got, $want) = answer('t2', 'SET eytzgpu.batch_size = 1;');
