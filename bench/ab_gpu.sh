@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bench/ab_gpu.sh: two builds side by side on one GPU machine (issue 29's "within 3% of before"): the
+# kernel benchmark (cuda/bench/eytz_bench --quick build lookup range api) of each, alternated twice,
+# then the serial GPU join through the service (20M x 2M; random: keys hashint4(1..N), outer repeats and
+# ~5% misses; friendly: bench/join_bench.sh's scattered unique keys), each build's eytzgpu.so in turn
+# under one server, ROUNDS (3) rounds, the median of runs 2-6 of each.
+#   DIR holds before.so, after.so (eytzgpu.so of each, built with CUDA) and before.bench, after.bench
+#   (cuda/bench/eytz_bench of each), each also as NAME.xz:
+#   source .gpu/pgenv.sh; DIR=.gpu/ab [SKIP_KERNELS=1] [ROUNDS=5] [PIN="taskset -c 0-7"] bash bench/ab_gpu.sh
+# Summary on stdout; logs in $OUT/all.tgz.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu_out}; mkdir -p $OUT/k
+DIR=${DIR:-.gpu/ab}
+for f in before.so after.so before.bench after.bench; do
+	if [ -f $DIR/$f.xz ]; then xz -dc $DIR/$f.xz > /tmp/$f; else cp $DIR/$f /tmp/$f; fi
+done
+chmod +x /tmp/before.bench /tmp/after.bench
+nvidia-smi -L > $OUT/gpu.txt; cat $OUT/gpu.txt
+date > $OUT/times.txt
+for r in $( [ "${SKIP_KERNELS:-0}" = 1 ] || echo 1 2 ); do for f in before after; do
+  CUDA_VISIBLE_DEVICES=0 timeout 150 /tmp/$f.bench --quick --csv $OUT/k/${f}_$r.csv build lookup range api > $OUT/k/${f}_$r.log 2>&1
+  echo "kernel $f round $r: rc $? $(date +%T) $(wc -l < $OUT/k/${f}_$r.csv) csv lines"; tail -3 $OUT/k/${f}_$r.log
+done; done
+source .gpu/pgenv.sh
+pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
+cp eytzgpu.control eytzgpu--*.sql $($PG_CONFIG --sharedir)/extension/
+cp /tmp/after.so $($PG_CONFIG --pkglibdir)/eytzgpu.so
+SERVER="-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB -c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.service_slot_buffer=8MB -c jit=off -c max_parallel_workers_per_gather=0"
+export CUDA_VISIBLE_DEVICES=0
+${PIN:-} bash -c "source .gpu/pgenv.sh; pg_start '$SERVER'" > $OUT/server.txt 2>&1 || { cat $OUT/server.txt; exit 1; }
+N=20000000; M=2000000
+psql -X -q -v ON_ERROR_STOP=1 <<SQL > $OUT/load.txt 2>&1
+CREATE EXTENSION eytzgpu;
+CREATE TABLE inner_r (k int4, v int4);
+INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g;
+CREATE TABLE outer_r (k int4);
+SELECT setseed(0.42);
+INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g;
+CREATE TABLE inner_t (k int4, v int4);
+INSERT INTO inner_t SELECT ((g::int8 * 48271) % 2147483647)::int4, g FROM generate_series(1, $N) g;
+CREATE TABLE outer_t (k int4);
+INSERT INTO outer_t SELECT (((((g::int8 * 7919) % $N) + 1) * 48271) % 2147483647)::int4 FROM generate_series(1, $M) g;
+SET eytzgpu.device = gpu;
+CREATE INDEX inner_r_k ON inner_r USING eytzgpu (k);
+CREATE INDEX inner_t_k ON inner_t USING eytzgpu (k);
+VACUUM ANALYZE inner_r, outer_r, inner_t, outer_t;
+SQL
+echo "load rc $? $(date +%T)"; tail -3 $OUT/load.txt; psql -X -At -c "SELECT count(*) FROM outer_r" -c "SELECT count(*) FROM inner_t"
+restart_as() { ${PIN:-} su postgres -s /bin/bash -c "env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH TZ=UTC CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES pg_ctl -D /tmp/pgdata -l /tmp/pg.log -o '-k /tmp/pgsock -c listen_addresses= $SERVER' -w restart" >/dev/null; sleep 2; }
+Q="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off; SET eytzgpu.device = gpu;"
+lscpu | grep -E 'NUMA|Socket|^CPU\(s\)'
+for r in $(seq 1 ${ROUNDS:-3}); do for f in before after; do
+  cp /tmp/$f.so $($PG_CONFIG --pkglibdir)/eytzgpu.so; restart_as
+  for set in r t; do
+    { echo "$Q"; echo '\timing on'; for i in 1 2 3 4 5 6; do echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; done;
+      echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; } | psql -X > $OUT/join_${f}_${set}_$r.txt 2>&1
+    # the first run loads the copy: the median of the other five
+    med=$(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | sed -n 2,6p | sort -n | sed -n 3p)
+    echo "join $set $f round $r: median ${med} ms ($(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | paste -sd' ')) $(grep -E 'Device' $OUT/join_${f}_${set}_$r.txt | head -1 | xargs)"
+    echo "$set $f $med" >> $OUT/joins.txt
+  done
+done; done
+awk '{ v[$1" "$2] = v[$1" "$2] " " $3 } END { for (k in v) print k ":" v[k] }' $OUT/joins.txt | sort
+pg_stop >/dev/null 2>&1
+date >> $OUT/times.txt
+cd $OUT && tar czf all.tgz --remove-files k join_* joins.txt load.txt server.txt times.txt
