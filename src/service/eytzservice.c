@@ -69,6 +69,7 @@ struct EytzServiceView
 	uint32		incarnation;
 	bool		gpu;
 	uint64		ndead;			/* of the copy it pins */
+	bool		sliced;			/* that copy lies in slices on several devices */
 	/* a lookup posted by eytz_service_lookup_start, not waited for yet */
 	bool		posted;
 	bool		posted_alive;	/* the worker was there to take it */
@@ -745,6 +746,7 @@ eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
 			int			r = eytz_svc->slots[v->slot].resident;
 
 			v->ndead = r >= 0 ? eytz_svc->resident[r].ndead : 0;
+			v->sliced = r >= 0 && eytz_svc->resident[r].nslices > 0;
 			LWLockRelease(eytz_svc->lock);
 		}
 	}
@@ -766,6 +768,8 @@ eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
 const char *
 eytz_service_device_name(const EytzServiceView *v)
 {
+	if (v->sliced)
+		return v->gpu ? "gpu (service, in slices)" : "cpu (service, in slices)";
 	return v->gpu ? "gpu (service)" : "cpu (service)";
 }
 

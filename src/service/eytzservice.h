@@ -82,7 +82,10 @@ extern EytzServiceView *eytz_service_pin(Relation index,
 										 const EytzMetaPageData *meta,
 										 char **why);
 
-/* What answers through the view: "gpu (service)" or "cpu (service)" */
+/*
+ * What answers through the view: "gpu (service)" or "cpu (service)", with
+ * ", in slices" for a copy in key-range slices on several devices
+ */
 extern const char *eytz_service_device_name(const EytzServiceView *v);
 
 /*

@@ -691,6 +691,9 @@ eytz_svc_load_end(int i, EytzSvcSlot *s)
 		}
 		device = slice_device[0];
 		drop_load(i);
+		ereport(LOG,
+				(errmsg("eytzgpu service: index \"%s\" lies in %d key-range slices, no one device having room for it under eytzgpu.gpu_memory_limit",
+						NameStr(s->name), nslices)));
 	}
 	else if (eytz_svc->state == SVC_GPU)
 	{

@@ -130,7 +130,7 @@ is($node->safe_psql('postgres', 'SELECT evictions FROM eytzgpu_service_status()'
 # equal keys straddle a boundary), a range to every slice it meets, the
 # answers merged (small windows: many requests, answers cut short)
 my $plan = explain_join('big');
-like($plan, qr/Device: cpu \(service\)/, 'an index larger than any device is answered by the service');
+like($plan, qr/Device: cpu \(service, in slices\)/, 'an index larger than any device is answered by the service, in slices');
 like( $node->safe_psql('postgres',
 		"SELECT count(*) || ' ' || count(DISTINCT gpu) || ' ' || "
 		  . "(sum(entries) = (SELECT entries FROM eytzgpu_info('big_k'))) "
@@ -154,7 +154,7 @@ for my $q (
 $node->safe_psql('postgres',
 	'DELETE FROM big2 WHERE v % 97 = 0; VACUUM big2; INSERT INTO big2 (k, v) VALUES (5, NULL)');
 $plan = explain_join('big2');
-like($plan, qr/Device: cpu \(service\)/, 'big2 (INCLUDE) is answered by the service');
+like($plan, qr/Device: cpu \(service, in slices\)/, 'big2 (INCLUDE) is answered by the service, in slices');
 ($got, $want) = answer('big2', '');
 is($got, $want, "big2: its answer is PostgreSQL's, the included values the slices'");
 ($got, $want) = answer('big2', 'SET eytzgpu.batch_size = 30;');
