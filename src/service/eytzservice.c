@@ -69,7 +69,7 @@ struct EytzServiceView
 	uint32		incarnation;
 	bool		gpu;
 	uint64		ndead;			/* of the copy it pins */
-	bool		sliced;			/* that copy lies in slices on several devices */
+	char		device[40];		/* what answers, for EXPLAIN */
 	/* a lookup posted by eytz_service_lookup_start, not waited for yet */
 	bool		posted;
 	bool		posted_alive;	/* the worker was there to take it */
@@ -404,6 +404,7 @@ svc_claim(EytzServiceView *v, char **why)
 		v->serial = s->serial;
 		v->incarnation = s->incarnation;
 		v->gpu = eytz_svc->state == SVC_GPU;
+		snprintf(v->device, sizeof(v->device), "%s (service)", v->gpu ? "gpu" : "cpu");
 	}
 	LWLockRelease(eytz_svc->lock);
 	if (v->slot < 0)
@@ -746,7 +747,13 @@ eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
 			int			r = eytz_svc->slots[v->slot].resident;
 
 			v->ndead = r >= 0 ? eytz_svc->resident[r].ndead : 0;
-			v->sliced = r >= 0 && eytz_svc->resident[r].nslices > 0;
+			/* with several devices, which one (or that it lies in slices) */
+			if (r >= 0 && eytz_svc->resident[r].nslices > 0)
+				snprintf(v->device, sizeof(v->device), "%s (service, in slices)",
+						 v->gpu ? "gpu" : "cpu");
+			else if (r >= 0 && eytz_svc->ndevices > 1)
+				snprintf(v->device, sizeof(v->device), "%s %d (service)",
+						 v->gpu ? "gpu" : "cpu", eytz_svc->resident[r].device);
 			LWLockRelease(eytz_svc->lock);
 		}
 	}
@@ -768,9 +775,7 @@ eytz_service_pin(Relation index, const EytzMetaPageData *meta, char **why)
 const char *
 eytz_service_device_name(const EytzServiceView *v)
 {
-	if (v->sliced)
-		return v->gpu ? "gpu (service, in slices)" : "cpu (service, in slices)";
-	return v->gpu ? "gpu (service)" : "cpu (service)";
+	return v->device;
 }
 
 uint64

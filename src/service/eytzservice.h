@@ -83,8 +83,10 @@ extern EytzServiceView *eytz_service_pin(Relation index,
 										 char **why);
 
 /*
- * What answers through the view: "gpu (service)" or "cpu (service)", with
- * ", in slices" for a copy in key-range slices on several devices
+ * What answers through the view: "gpu (service)" or "cpu (service)"; with
+ * several devices "gpu N (service)" (the device of its copy), or "gpu
+ * (service, in slices)" for a copy in key-range slices on several.  Valid
+ * while the view is.
  */
 extern const char *eytz_service_device_name(const EytzServiceView *v);
 

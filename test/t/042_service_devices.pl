@@ -15,7 +15,8 @@
 # SEMI, included values, tombstones); one larger than all of them together
 # runs on the CPU with the reason in EXPLAIN; LRU eviction
 # per device; eytzgpu_service_gpus() and the device column of
-# eytzgpu_service_resident().
+# eytzgpu_service_resident(); a partitioned inner table's leaves on three
+# devices, looked up at once, each leaf's device in EXPLAIN VERBOSE.
 use strict;
 use warnings;
 use IPC::Run;
@@ -104,7 +105,7 @@ is( $node->safe_psql('postgres',
 
 for my $t (qw(t1 t2 t3))
 {
-	like(explain_join($t), qr/Device: cpu \(service\)/, "$t: the join asks the service");
+	like(explain_join($t), qr/Device: cpu \d \(service\)/, "$t: the join asks the service (EXPLAIN names the device)");
 	my ($got, $want) = answer($t, '');
 	is($got, $want, "$t: its answer is PostgreSQL's");
 }
@@ -165,7 +166,7 @@ is( $node->safe_psql('postgres',
 
 # larger than the devices together: the CPU, and EXPLAIN says why
 $plan = explain_join('huge');
-like($plan, qr/Device: cpu(?! \(service\))/, 'an index larger than the devices together runs on the CPU');
+like($plan, qr/Device: cpu(?! \d| \(service)/, 'an index larger than the devices together runs on the CPU');
 like($plan, qr/CPU Reason: .*gpu_memory_limit leaves on all its devices/,
 	'EXPLAIN says the devices have no room');
 ($got, $want) = answer('huge', '');
@@ -217,6 +218,41 @@ is( $node->safe_psql('postgres',
 		'SELECT count(*) FROM eytzgpu_service_resident() r JOIN eytzgpu_service_gpus() g USING (gpu)'),
 	$node->safe_psql('postgres', 'SELECT count(*) FROM eytzgpu_service_resident()'),
 	'each copy lies on a device the service has');
+
+# a partitioned inner table whose leaves' copies lie on different devices
+# (a fresh service: the first copy goes to device 0, the next ones to the
+# device with the most room): every leaf's share of a batch is posted before
+# the first leaf's answer is taken, and EXPLAIN VERBOSE names each leaf's
+# device
+$node->restart;
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE p (id int8, k int4, v int4) PARTITION BY HASH (k);
+	CREATE TABLE p0 PARTITION OF p FOR VALUES WITH (MODULUS 3, REMAINDER 0);
+	CREATE TABLE p1 PARTITION OF p FOR VALUES WITH (MODULUS 3, REMAINDER 1);
+	CREATE TABLE p2 PARTITION OF p FOR VALUES WITH (MODULUS 3, REMAINDER 2);
+	INSERT INTO p SELECT g, CASE WHEN g % 97 = 0 THEN NULL ELSE (random() * 100000)::int4 END, g
+		FROM generate_series(1, 60000) g;
+	CREATE INDEX p_k ON p USING eytzgpu (k);
+	ANALYZE p;
+});
+$plan = $node->safe_psql('postgres',
+	"$force SET eytzgpu.batch_size = 1000; EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+	  . "SELECT count(*) FROM o JOIN p ON p.k = o.k");
+my %leaf_devices = map { $_ => 1 } ($plan =~ /Leaf p\d: .*Device: cpu (\d) \(service\)/g);
+is(scalar(keys %leaf_devices), 3, 'the three leaves on three devices, each named by EXPLAIN VERBOSE')
+  or diag($plan);
+like($plan, qr/Lookup Overlap: (?:[4-9]|\d\d+) batches/, 'leaves looked up ahead');
+for my $q (
+	'SELECT count(*), sum((o.id * 1000003) # p.id + p.v) FROM o JOIN p ON p.k = o.k',
+	'SELECT count(*), sum(o.id + coalesce(p.v, 1)) FROM o LEFT JOIN p ON p.k = o.k',
+	'SELECT count(*), sum(o.id) FROM o WHERE NOT EXISTS (SELECT 1 FROM p WHERE p.k = o.k)',
+	'SELECT count(*), sum(p.v) FROM o JOIN p ON p.k BETWEEN o.k AND o.k::int8 + 5')
+{
+	is( $node->safe_psql('postgres', "$force SET eytzgpu.batch_size = 1000; $q"),
+		$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $q"),
+		"leaves on three devices: $q");
+}
 
 $node->stop;
 done_testing();
