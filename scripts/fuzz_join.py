@@ -12,7 +12,9 @@ index with or without INCLUDE, and whether the inner table is one table or
 partitioned (hash, or range on the key with a default partition; 2 to 6
 leaves: the join then searches the leaves, keys routed by the partition
 key, and UPDATEs of the key move rows between leaves).  Each round sets random executor limits
-(work_mem, eytzgpu.batch_size, the direct outer scan, the image cache), runs
+(work_mem, eytzgpu.batch_size, the direct outer scan, the image cache, the
+pipeline: lookup_overlap = always makes the CPU answer chunks started ahead,
+a partitioned table's leaves all at once), runs
 four join shapes through test/sql/join_harness.inc's join_check (the eytzgpu join
 against PostgreSQL's own plan: inner, LEFT, semi, anti, range joins, join and
 inner quals, system and TOASTable columns) and two index or index-only scans
@@ -190,7 +192,8 @@ for i in range(rounds):
     script += (f"SET work_mem = '{rnd.choice(['64kB', '1MB', '64MB'])}'; "
                f"SET eytzgpu.batch_size = {rnd.choice([1, 17, 1024, 1048576] if not big else [1024, 1048576])}; "
                f"SET eytzgpu.direct_outer = {rnd.choice(['on', 'off'])}; "
-               f"SET eytzgpu.image_cache_limit = {rnd.choice([0, 1024])};\n")
+               f"SET eytzgpu.image_cache_limit = {rnd.choice([0, 1024])}; "
+               f"SET eytzgpu.lookup_overlap = {rnd.choice(['on', 'always'])};\n")
     if os.environ.get("FUZZ_DEVICE"):
         script += f"SET eytzgpu.device = {os.environ['FUZZ_DEVICE']};\n"
     if os.environ.get("FUZZ_HEAP_ORDER"):
