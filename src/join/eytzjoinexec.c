@@ -433,7 +433,9 @@ next_leaf(EytzJoinState *st)
  * Submit every leaf's share of the batch and start each one's first chunk,
  * so that leaves whose copies lie on different GPUs (or wait in the GPU
  * service) are looked up at the same time, while the caller reads its next
- * batch and then works through the leaves in turn.  true when any started.
+ * batch and then works through the leaves in turn.  A leaf whose view
+ * answers on the CPU starts nothing: the leaves from it on are submitted in
+ * turn, as they are searched.  true when any started.
  */
 static bool
 start_leaves(EytzJoinState *st, bool cpu_too)
@@ -447,11 +449,10 @@ start_leaves(EytzJoinState *st, bool cpu_too)
 		if (leaf->nq == 0)
 			continue;
 		submit_leaf(leaf);
-		if (eytz_lookup_start(leaf->lookup, st->next_chunk, cpu_too))
-		{
-			leaf->first_max = st->next_chunk;
-			any = true;
-		}
+		if (!eytz_lookup_start(leaf->lookup, st->next_chunk, cpu_too))
+			break;
+		leaf->first_max = st->next_chunk;
+		any = true;
 	}
 	return any;
 }
