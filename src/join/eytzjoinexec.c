@@ -430,12 +430,13 @@ next_leaf(EytzJoinState *st)
 }
 
 /*
- * Submit every leaf's share of the batch and start each one's first chunk,
- * so that leaves whose copies lie on different GPUs (or wait in the GPU
- * service) are looked up at the same time, while the caller reads its next
- * batch and then works through the leaves in turn.  A leaf whose view
- * answers on the CPU starts nothing: the leaves from it on are submitted in
- * turn, as they are searched.  true when any started.
+ * Submit every leaf's share of the batch (the inner table's whole batch)
+ * and start each one's first chunk, so that the GPU (or the GPU service)
+ * works on it while the caller reads its next batch, and leaves whose
+ * copies lie on different GPUs are looked up at the same time; the caller
+ * then works through the leaves in turn.  A leaf whose view answers on the
+ * CPU starts nothing: the leaves from it on are submitted in turn, as they
+ * are searched.  true when any started.
  */
 static bool
 start_leaves(EytzJoinState *st, bool cpu_too)
@@ -467,9 +468,7 @@ start_leaves(EytzJoinState *st, bool cpu_too)
 static bool
 start_batch(EytzJoinState *st)
 {
-	bool		pipelined,
-				cpu_too,
-				started = false;
+	bool		started = false;
 
 	st->nchunk = 0;
 	st->pos = 0;
@@ -487,18 +486,10 @@ start_batch(EytzJoinState *st)
 		st->leaves[l].submitted = false;
 		st->leaves[l].first_max = 0;
 	}
-	pipelined = st->overlap && st->scan_reads > 1;
-	cpu_too = eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS;
-	if (pipelined && st->nleaves > 1)
-		started = start_leaves(st, cpu_too);
+	if (st->overlap && st->scan_reads > 1)
+		started = start_leaves(st, eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
 	if (!next_leaf(st))
 		return false;
-	if (pipelined && st->nleaves == 1 &&
-		eytz_lookup_start(st->lookup, st->next_chunk, cpu_too))
-	{
-		st->leaves[0].first_max = st->next_chunk;
-		started = true;
-	}
 	return started;
 }
 

@@ -65,6 +65,17 @@ regrow(void *old, Size bytes)
 	return eytz_alloc_large(eytz_svc_copies_cxt, Max(bytes, 1));
 }
 
+/* Room for the sort of max matches and their "have" flags */
+static void
+ensure_scratch(uint32 max)
+{
+	if (cpu_scratch_cap >= max)
+		return;
+	cpu_scratch = regrow(cpu_scratch, sizeof(EytzMatch) * (Size) max);
+	cpu_have = regrow(cpu_have, sizeof(bool) * (Size) max);
+	cpu_scratch_cap = max;
+}
+
 /* The stage of an answer area of max matches (NULL without want) */
 static EytzStage *
 answer_stage(EytzStage *stage, EytzSvcSlot *s, char *answer, uint32 max, bool *have)
@@ -162,12 +173,7 @@ cpu_search(EytzImage *image, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		cpu_order = regrow(cpu_order, sizeof(EytzMatch) * (Size) nq * 2);
 		cpu_order_cap = nq;
 	}
-	if (cpu_scratch_cap < s->max)
-	{
-		cpu_scratch = regrow(cpu_scratch, sizeof(EytzMatch) * (Size) s->max);
-		cpu_have = regrow(cpu_have, sizeof(bool) * (Size) s->max);
-		cpu_scratch_cap = s->max;
-	}
+	ensure_scratch(s->max);
 	/* the values go to the answer at the matches' positions as found */
 	st = answer_stage(&stage, s, answer, s->max, cpu_have);
 	for (i = 0; i < nq; i++)
@@ -275,6 +281,8 @@ slice_merge(EytzSvcSlot *s, int nslices, const uint32 *nsub, const PartAnswer *a
 	uint32		keep = 0;
 	uint32		n = 0;
 	bool		staged = s->want;
+	EytzStage	to;
+	EytzStage  *stage_out;
 	int			k;
 
 	/* the first query some slice did not answer bounds the prefix */
@@ -299,13 +307,16 @@ slice_merge(EytzSvcSlot *s, int nslices, const uint32 *nsub, const PartAnswer *a
 	while (keep < prefix && total + slice_counts[keep] <= s->max)
 		total += slice_counts[keep++];
 
+	stage_out = answer_stage(&to, s, window_out, s->max, NULL);
 	for (k = 0; k < nslices; k++)
 	{
 		char	   *area = slice_answers + per * k;
 		const EytzMatch *m = (const EytzMatch *) area;
+		EytzStage	from;
 		uint32		j;
 		int			c;
 
+		(void) answer_stage(&from, s, area, s->max, NULL);
 		for (j = 0; j < a[k].nout; j++)
 		{
 			if (m[j].row >= keep)
@@ -313,28 +324,21 @@ slice_merge(EytzSvcSlot *s, int nslices, const uint32 *nsub, const PartAnswer *a
 			out[n].tid = m[j].tid;
 			out[n].row = rows[m[j].row];
 			out[n].unused = n;
-			if (staged)
+			if (staged && stage_out)
 			{
 				uint32		u = m[j].unused;
 
-				eytz_svc_keys(window_out, s->max)[n] = eytz_svc_keys(area, s->max)[u];
+				to.keys[n] = from.keys[u];
 				for (c = 0; c < s->ncols; c++)
 				{
-					eytz_svc_values(window_out, s->max, c)[n] =
-						eytz_svc_values(area, s->max, c)[u];
-					eytz_svc_isnull(window_out, s->max, s->ncols, c)[n] =
-						eytz_svc_isnull(area, s->max, s->ncols, c)[u];
+					to.values[c][n] = from.values[c][u];
+					to.isnull[c][n] = from.isnull[c][u];
 				}
 			}
 			n++;
 		}
 	}
-	if (cpu_scratch_cap < s->max)
-	{
-		cpu_scratch = regrow(cpu_scratch, sizeof(EytzMatch) * (Size) s->max);
-		cpu_have = regrow(cpu_have, sizeof(bool) * (Size) s->max);
-		cpu_scratch_cap = s->max;
-	}
+	ensure_scratch(s->max);
 	s->nout = eytz_match_sort(out, n, cpu_scratch, false);
 	s->nq_done = keep;
 	s->staged = staged;
