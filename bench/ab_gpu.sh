@@ -3,10 +3,11 @@
 # kernel benchmark (cuda/bench/eytz_bench --quick build lookup range api) of each, alternated twice,
 # then the serial GPU join through the service (20M x 2M; random: keys hashint4(1..N), outer repeats and
 # ~5% misses; friendly: bench/join_bench.sh's scattered unique keys), each build's eytzgpu.so in turn
-# under one server, ROUNDS (3) rounds, the median of runs 2-6 of each.
+# under one server, ROUNDS (3) rounds, the median of runs 2-6 of each and the backend's CPU time over them
+# (the wall clock of one build moves by 25% on a shared host; its CPU time much less).
 #   DIR holds before.so, after.so (eytzgpu.so of each, built with CUDA) and before.bench, after.bench
 #   (cuda/bench/eytz_bench of each), each also as NAME.xz:
-#   source .gpu/pgenv.sh; DIR=.gpu/ab [SKIP_KERNELS=1] [ROUNDS=5] [PIN="taskset -c 0-7"] bash bench/ab_gpu.sh
+#   source .gpu/pgenv.sh; DIR=.gpu/ab [SKIP_KERNELS=1] [ROUNDS=5] [PIN="taskset -c 0-7"] [HUGE=1] bash bench/ab_gpu.sh
 # Summary on stdout; logs in $OUT/all.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p $OUT/k
@@ -26,6 +27,15 @@ pg_stop >/dev/null 2>&1; rm -rf /tmp/pgdata
 cp eytzgpu.control eytzgpu--*.sql $($PG_CONFIG --sharedir)/extension/
 cp /tmp/after.so $($PG_CONFIG --pkglibdir)/eytzgpu.so
 SERVER="-c shared_buffers=24GB -c work_mem=1GB -c max_wal_size=20GB -c maintenance_work_mem=8GB -c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.service_slot_buffer=8MB -c jit=off -c max_parallel_workers_per_gather=0"
+# HUGE=1: shared memory on 2 MB pages where the kernel lets us reserve them (the heap fetch's TLB
+# misses then depend less on where a server start put each buffer)
+if [ "${HUGE:-0}" = 1 ]; then
+  if echo 13000 >/proc/sys/vm/nr_hugepages 2>/dev/null && [ "$(cat /proc/sys/vm/nr_hugepages)" -ge 12400 ]; then
+    SERVER="$SERVER -c huge_pages=on"
+  else
+    echo "no huge pages: $(cat /proc/sys/vm/nr_hugepages 2>&1)"
+  fi
+fi
 export CUDA_VISIBLE_DEVICES=0
 ${PIN:-} bash -c "source .gpu/pgenv.sh; pg_start '$SERVER'" > $OUT/server.txt 2>&1 || { cat $OUT/server.txt; exit 1; }
 N=20000000; M=2000000
@@ -52,15 +62,27 @@ lscpu | grep -E 'NUMA|Socket|^CPU\(s\)'
 for r in $(seq 1 ${ROUNDS:-3}); do for f in before after; do
   cp /tmp/$f.so $($PG_CONFIG --pkglibdir)/eytzgpu.so; restart_as
   for set in r t; do
-    { echo "$Q"; echo '\timing on'; for i in 1 2 3 4 5 6; do echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; done;
+    # the backend's CPU time (utime + stime, clock ticks) around runs 2-6 as well as their wall times
+    { echo "$Q"; echo 'SELECT pg_backend_pid() AS pid \gset'; echo '\setenv BPID :pid'; echo '\timing on'
+      echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"
+      echo "\\! awk '{print \"ticks\", \$14 + \$15}' /proc/\$BPID/stat"
+      for i in 2 3 4 5 6; do echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; done
+      echo "\\! awk '{print \"ticks\", \$14 + \$15}' /proc/\$BPID/stat"
       echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; } | psql -X > $OUT/join_${f}_${set}_$r.txt 2>&1
-    # the first run loads the copy: the median of the other five
+    # the first run loads the copy: the median of the other five, and their CPU time per join
     med=$(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | sed -n 2,6p | sort -n | sed -n 3p)
-    echo "join $set $f round $r: median ${med} ms ($(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | paste -sd' ')) $(grep -E 'Device' $OUT/join_${f}_${set}_$r.txt | head -1 | xargs)"
-    echo "$set $f $med" >> $OUT/joins.txt
+    cpu=$(awk '/^ticks/ { t[++n] = $2 } END { printf "%.1f", (t[2] - t[1]) * 10 / 5 }' $OUT/join_${f}_${set}_$r.txt)
+    echo "join $set $f round $r: median ${med} ms, CPU ${cpu} ms a join ($(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | paste -sd' ')) $(grep -E 'Device' $OUT/join_${f}_${set}_$r.txt | head -1 | xargs)"
+    echo "$set $f $med $cpu" >> $OUT/joins.txt
   done
 done; done
-awk '{ v[$1" "$2] = v[$1" "$2] " " $3 } END { for (k in v) print k ":" v[k] }' $OUT/joins.txt | sort
+# per set and build: the rounds' medians, the median over rounds, after / before
+awk 'function med(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+	{ w[$1 " " $2] = w[$1 " " $2] " " $3; c[$1 " " $2] = c[$1 " " $2] " " $4 }
+	END { for (s in w) printf "%s: wall%s (median %.1f); CPU%s (median %.1f)\n", s, w[s], med(w[s]), c[s], med(c[s])
+		for (x = 1; x <= 2; x++) { set = x == 1 ? "r" : "t"
+			printf "set %s after / before: wall %.3f, CPU %.3f\n", set, med(w[set " after"]) / med(w[set " before"]), med(c[set " after"]) / med(c[set " before"]) } }' $OUT/joins.txt | sort
 pg_stop >/dev/null 2>&1
 date >> $OUT/times.txt
 cd $OUT && tar czf all.tgz --remove-files k join_* joins.txt load.txt server.txt times.txt

@@ -36,6 +36,9 @@ for set in friendly random; do
 	sql -c "CREATE INDEX ON pc_inner_$set USING eytzgpu (k)" -c "VACUUM ANALYZE pc_inner_$set" -c "VACUUM ANALYZE pc_outer_$set"
 done
 
+# a / b to two places (awk: the GPU machine has no bc)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }'; }
+
 # run SETTINGS: "cost first_ms best_ms plan" of the join
 run() {
 	local settings=$1 q=$2 out args=() r
@@ -83,12 +86,12 @@ for set in friendly random; do
 	done
 	for s in choice ez_serial ez_parallel pg_own pg_serial; do
 		printf '%-9s %-11s %10.0f %9.1f %9.1f %8.2f %8.2f  %s\n' $set $s "${C[$s]}" "${F[$s]}" "${B[$s]}" \
-			"$(echo "${C[$s]} / ${C[choice]}" | bc -l)" "$(echo "${B[$s]} / ${B[choice]}" | bc -l)" "${P[$s]}"
+			"$(ratio "${C[$s]}" "${C[choice]}")" "$(ratio "${B[$s]}" "${B[choice]}")" "${P[$s]}"
 	done
 	for w in F B; do
 		declare -n T=$w
 		fastest=$(for s in ez_serial ez_parallel pg_own; do echo "${T[$s]}"; done | sort -n | head -1)
-		echo "$set $( [ $w = F ] && echo 'fresh backend' || echo 'warm') : choice $(printf '%.1f' "${T[choice]}") ms, fastest $(printf '%.1f' "$fastest") ms, ratio $(printf '%.2f' "$(echo "${T[choice]} / $fastest" | bc -l)") (target <= 1.2)"
+		echo "$set $( [ $w = F ] && echo 'fresh backend' || echo 'warm') : choice $(printf '%.1f' "${T[choice]}") ms, fastest $(printf '%.1f' "$fastest") ms, ratio $(ratio "${T[choice]}" "$fastest") (target <= 1.2)"
 	done
 	unset C F B P
 done

@@ -78,7 +78,10 @@ shapes_sql() {
 	echo "SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;"
 	for pass in warm timed; do
 		while read -r label bs rows; do
-			[ "$bs" = 0 ] && echo "RESET eytzgpu.batch_size;" || echo "SET eytzgpu.batch_size = $bs;"
+			# the request shapes without the pipeline: their Lookup Time is then each request's round
+			# trip as the backend sees it (submit to answer, the match sort of its few matches included)
+			[ "$bs" = 0 ] && echo "RESET eytzgpu.batch_size; RESET eytzgpu.lookup_overlap;" ||
+				echo "SET eytzgpu.batch_size = $bs; SET eytzgpu.lookup_overlap = off;"
 			[ "$rows" = 0 ] && lim="" || lim="LIMIT $rows"
 			echo "\\echo $pass $label"
 			echo "EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*) FROM (SELECT k FROM outer_t $lim) o JOIN inner_t i ON i.k = o.k;"
@@ -93,9 +96,10 @@ round() {
 	$PSQL -f "$OUT/shapes.sql" >"$OUT/round_$2_$3.txt" 2>&1
 	awk -v cfg="$2" '
 		/^(warm|timed) / { pass = $1; shape = $2 }
-		/Device:/ { dev = $2 " " $3 }
+		/Device:/ { dev = $2; for (i = 3; i <= NF; i++) dev = dev "_" $i }
 		/Batches:/ { batches = $2 }
-		/Execution Time:/ { if (pass == "timed") print cfg, shape, $3, batches, dev; dev = ""; batches = 0 }
+		/Lookup Time:/ { lookup = $3 }
+		/Execution Time:/ { if (pass == "timed") print cfg, shape, $3, batches, dev, lookup; dev = ""; batches = 0; lookup = 0 }
 	' "$OUT/round_$2_$3.txt"
 }
 : >"$OUT/raw.txt"
@@ -109,23 +113,24 @@ stop_cluster "$DIR"
 	echo "# bench/service_latency.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, DEVICE=$DEVICE"
 	echo
 	echo "Inner $N rows, medians of $ROUNDS alternated rounds; a request = one batch."
-	echo "Devices seen: $(awk '{print $1 ": " $5 " " $6}' "$OUT/raw.txt" | sort -u | paste -sd ';' -)"
+	echo "Devices seen: $(awk '{print $1 ": " $5}' "$OUT/raw.txt" | sort -u | paste -sd ';' -)"
 	echo
-	echo "| request | batches | service ms | own ms | service us/request | own us/request | service - own us/request | device (service run) |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---|"
+	echo "| request | batches | service ms | own ms | service us/request | own us/request | service - own us/request | round trip us, service | round trip us, own | device (service run) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	while read -r label bs rows; do
 		awk -v shape="$label" '
 			function median(a, n,   i, j, t) {
 				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 			}
-			$2 == shape && $1 == "service" { s[++ns] = $3; b = $4; dev = $5 " " $6 }
-			$2 == shape && $1 == "own" { o[++no] = $3 }
+			$2 == shape && $1 == "service" { s[++ns] = $3; b = $4; dev = $5; sl[ns] = $6 }
+			$2 == shape && $1 == "own" { o[++no] = $3; ol[no] = $6 }
 			END {
-				if (ns == 0 || no == 0 || b == 0) { print "| " shape " | no data | | | | | | |"; exit }
+				if (ns == 0 || no == 0 || b == 0) { print "| " shape " | no data | | | | | | | | |"; exit }
 				ms = median(s, ns); mo = median(o, no)
-				printf "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", shape, b, ms, mo,
-					ms * 1000 / b, mo * 1000 / b, (ms - mo) * 1000 / b, dev
+				printf "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", shape, b, ms, mo,
+					ms * 1000 / b, mo * 1000 / b, (ms - mo) * 1000 / b,
+					median(sl, ns) * 1000 / b, median(ol, no) * 1000 / b, dev
 			}' "$OUT/raw.txt"
 	done <<<"$SHAPES"
 } >"$T"

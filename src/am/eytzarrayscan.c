@@ -116,7 +116,7 @@ eytz_array_scan_begin(Relation index, const EytzRange *ranges, int nranges,
 	a->hi = MemoryContextAllocHuge(cxt, sizeof(uint64) * a->slice_cap);
 	a->rows = MemoryContextAllocHuge(cxt, sizeof(uint32) * a->slice_cap);
 	/* the view is chosen for every key the scan will look up */
-	a->lk = eytz_lookup_begin(index, (double) nranges, cxt);
+	a->lk = eytz_lookup_begin(index, (double) nranges, 0, cxt);
 	ncols = want_values ? (uint32) a->ncols : 0;
 	eytz_lookup_want_columns(a->lk, ncols == 0 ? 0 : (1U << ncols) - 1);
 	return a;

@@ -113,7 +113,7 @@ eytz_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		double		touch_bytes;
 
 		/* the keys sorted, the pending list read once, then one batched walk */
-		eytz_lookup_plan_cost(index->indexoid, searches, false, &startup,
+		eytz_lookup_plan_cost(index->indexoid, searches, false, 0, &startup,
 							  &per_key, &touch_bytes);
 		startup += searches * log2(searches) * cpu_operator_cost +
 			meta.npending * cpu_operator_cost;

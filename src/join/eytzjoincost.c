@@ -134,6 +134,7 @@ eytz_join_cost(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 	double		outer_rows = Max(outer_path->rows, 1.0);
 	double		inner_tuples = 0;
 	double		heap_pages = 0;
+	double		index_pages = 0;
 	List	   *rinfos = NIL;
 	List	   *keyexprs = NIL;
 	ListCell   *lc,
@@ -157,12 +158,14 @@ eytz_join_cost(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 				run;
 	double		touch_bytes = 0;
 
-	foreach(lc, side->leaf_rels)
+	forboth(lc, side->leaf_rels, lc2, side->leaf_indexes)
 	{
 		RelOptInfo *leaf = lfirst(lc);
+		IndexOptInfo *index = lfirst(lc2);
 
 		inner_tuples += Max(leaf->tuples, 0);
 		heap_pages += Max(leaf->pages, 0);
+		index_pages += Max(index->pages, 0);
 	}
 	inner_tuples = Max(inner_tuples, 1.0);
 	heap_pages = Max(heap_pages, 1.0);
@@ -195,7 +198,10 @@ eytz_join_cost(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 					leaf_per_key;
 		double		leaf_touch;
 
+		/* a batch reads the other leaves' pages too (eytz_join_leaf_footprints) */
 		eytz_lookup_plan_cost(index->indexoid, outer_rows * key_share, in_workers,
+							  heap_pages + index_pages - Max(leaf->pages, 0) -
+							  Max(index->pages, 0),
 							  &leaf_startup, &leaf_per_key, &leaf_touch);
 		lookup_startup += leaf_startup;
 		lookup_per_key += leaf_per_key * key_share;

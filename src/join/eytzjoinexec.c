@@ -252,6 +252,7 @@ eytz_join_begin(CustomScanState *node, EState *estate, int eflags)
 		st->leaves[i].heap = table_open(st->leaves[i].heapoid, AccessShareLock);
 		st->leaves[i].index = index_open(st->leaves[i].indexoid, AccessShareLock);
 	}
+	eytz_join_leaf_footprints(st);
 	/* the leaves' indexes have one key type (the planner checked) */
 	st->kt = eytz_index_key_type(st->leaves[0].index);
 	eytz_join_use_leaf(st, 0);
@@ -322,7 +323,7 @@ eytz_join_start(EytzJoinState *st)
 		leaf->lookup = eytz_lookup_begin(leaf->index,
 										 OidIsValid(st->route_opno) ?
 										 Max(st->expected_keys / st->nleaves, 1.0) :
-										 st->expected_keys, cxt);
+										 st->expected_keys, leaf->other_pages, cxt);
 		leaf->hf = eytz_heap_begin(leaf->heap, estate->es_snapshot, cxt);
 		/*
 		 * a whole row or a system column: through the heap slot; so are

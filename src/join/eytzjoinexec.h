@@ -182,6 +182,7 @@ typedef struct EytzJoinLeaf
 	EytzHeapFetch *hf;
 	bool		inner_direct;
 	bool		pruned;			/* by a parameter, at the scan's start */
+	double		other_pages;	/* the other leaves' heap and index pages */
 	BlockNumber vm_seen_blocks;
 	/* the current batch's queries routed to it */
 	uint64	   *qlo;
@@ -467,6 +468,7 @@ extern void eytz_heap_order_reset(EytzJoinState *st);
 
 /* eytzjoinleaves.c: the leaves a parameter prunes; a batch's queries for each leaf */
 extern void eytz_join_prune_at_start(EytzJoinState *st, List *quals);
+extern void eytz_join_leaf_footprints(EytzJoinState *st);
 extern void eytz_join_route_batch(EytzJoinState *st);
 
 /* eytzjoinfetch.c: the matches of a batch, their inner tuples */

@@ -354,6 +354,7 @@ eytz_join_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 		EytzJoinLeaf *leaf = &st->leaves[i];
 
 		leaf->share_bytes = MAXALIGN(eytz_lookup_share_estimate(&leaf->share, leaf->index,
+																leaf->other_pages,
 																st->css.ss.ps.state->es_query_cxt));
 		size = add_size(size, leaf->share_bytes);
 	}

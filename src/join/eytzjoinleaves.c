@@ -218,6 +218,31 @@ eytz_join_prune_at_start(EytzJoinState *st, List *quals)
 }
 
 /*
+ * Each leaf's other_pages: the heap and index pages of the leaves a batch
+ * may search besides it.  A batch reads them all, so a leaf's layout stays
+ * pinned in shared buffers only where all of them fit beside it (else
+ * each batch would read the pinned layouts again: the image pays).
+ */
+void
+eytz_join_leaf_footprints(EytzJoinState *st)
+{
+	double		total = 0;
+	int			i;
+
+	for (i = 0; i < st->nleaves; i++)
+	{
+		EytzJoinLeaf *leaf = &st->leaves[i];
+
+		leaf->other_pages = leaf->pruned ? 0 :
+			(double) RelationGetNumberOfBlocks(leaf->heap) +
+			(double) RelationGetNumberOfBlocks(leaf->index);
+		total += leaf->other_pages;
+	}
+	for (i = 0; i < st->nleaves; i++)
+		st->leaves[i].other_pages = total - st->leaves[i].other_pages;
+}
+
+/*
  * The router of the partitioned inner table, made at the first batch with
  * the query's partition directory (the bounds the plan was made with); NULL
  * when the keys cannot be routed exactly (eytz_partroute_create), or decode

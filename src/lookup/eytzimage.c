@@ -453,12 +453,12 @@ shared_layout(const EytzMetaPageData *meta, const EytzInclude *inc,
 }
 
 Size
-eytz_image_shared_size(Relation index, const EytzMetaPageData *meta)
+eytz_image_shared_size(Relation index, const EytzMetaPageData *meta, double other_pages)
 {
 	EytzInclude inc;
 	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
 
-	if (eytz_image_pages_ok(index, meta))
+	if (eytz_image_pages_ok(index, meta, other_pages))
 		return 0;
 	eytz_include_get(index, &inc);
 	return shared_layout(meta, &inc, off);
@@ -691,16 +691,18 @@ pages_fit(const EytzMetaPageData *meta)
 }
 
 /*
- * With eytzgpu.cpu_view = auto, also only while the layout and the heap fit
- * shared_buffers together (pinned pages that push the heap's out cost more
- * heap reads than the image's load), and until this backend's pinned scans
+ * With eytzgpu.cpu_view = auto, also only while the layout, the heap and
+ * the scan's other relations (other_pages: a partitioned join's other
+ * leaves, whose pages each batch reads too) fit shared_buffers together
+ * (pinned pages that push the heap's out cost more heap reads than the
+ * image's load; a layout pushed out is read again each batch), and until this backend's pinned scans
  * of the generation have searched the keys whose extra cost would have
  * paid for the image's load (EytzPinnedUse.rent_keys, which the lookup seam
  * sets from its costs): from then on the image is loaded once and cached
  * (a rent-or-buy choice, at most twice the cost of knowing the future).
  */
 bool
-eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta)
+eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta, double other_pages)
 {
 	EytzPinnedUse *use;
 	Relation	heap;
@@ -716,7 +718,7 @@ eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta)
 	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
 	heap_pages = Max(RelationGetForm(heap)->relpages, 0);
 	relation_close(heap, NoLock);
-	return heap_pages + meta->nkeypages + meta->ntidpages <= NBuffers;
+	return heap_pages + meta->nkeypages + meta->ntidpages + Max(other_pages, 0) <= NBuffers;
 }
 
 /*

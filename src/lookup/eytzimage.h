@@ -133,7 +133,8 @@ extern void eytz_image_invalidate(Oid indexoid);
 extern EytzImage *eytz_image_pin_kept(Relation index, const EytzMetaPageData *meta);
 extern bool eytz_image_attach_kept(Relation index, const EytzMetaPageData *image_meta,
 								   dsm_handle handle);
-extern Size eytz_image_shared_size(Relation index, const EytzMetaPageData *meta);
+extern Size eytz_image_shared_size(Relation index, const EytzMetaPageData *meta,
+								   double other_pages);
 extern bool eytz_image_export(Relation index, const EytzMetaPageData *meta, void *dst,
 							  EytzMetaPageData *image_meta);
 extern void eytz_image_import(Relation index, const EytzMetaPageData *image_meta,
@@ -179,7 +180,9 @@ extern int	eytz_cpu_view;
  * keypages/tidpages stand for img.keys/img.tids, uncached: its release
  * unpins the pages.  eytz_image_pages_ok: whether a scan of index may pin
  * this generation's pages now: within the budget (a third of
- * shared_buffers) as eytzgpu.cpu_view allows (see eytzimage.c).
+ * shared_buffers) as eytzgpu.cpu_view allows (see eytzimage.c);
+ * other_pages: what the same scan reads beside this index and its heap
+ * (a partitioned join's other leaves), which competes for the buffers.
  * The page headers are checked when pinned, each node on a search's way
  * (its keys ascend within the bounds of its path) and each TID as they are
  * read: a damaged page raises XX002 as an image's load does.
@@ -187,7 +190,8 @@ extern int	eytz_cpu_view;
  * index's generation searched (NULL if none and not create).  On error the resource owner has
  * released the pins: eytz_image_forget_pins before the release.
  */
-extern bool eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta);
+extern bool eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta,
+								double other_pages);
 extern EytzImage *eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta);
 extern void eytz_image_forget_pins(EytzImage *image);
 extern EytzPinnedUse *eytz_image_pinned_use(Relation index, const EytzMetaPageData *meta,

@@ -127,13 +127,15 @@ walk_start(EytzLookup *lk, uint64 lo, uint64 hi, uint32 row)
 }
 
 EytzLookup *
-eytz_lookup_begin(Relation index, double expected_keys, MemoryContext cxt)
+eytz_lookup_begin(Relation index, double expected_keys, double other_pages,
+				  MemoryContext cxt)
 {
 	EytzLookup *lk = MemoryContextAllocZero(cxt, sizeof(EytzLookup));
 
 	lk->index = index;
 	lk->cxt = cxt;
 	lk->expected_keys = expected_keys;
+	lk->other_pages = other_pages;
 	lk->phase = PHASE_DONE;
 	/* unpin also when the query fails */
 	lk->unpin_cb.func = eytz_lookup_unpin_view_cb;

@@ -63,10 +63,13 @@ typedef struct EytzLookup EytzLookup;
  * Pin a view of index for one scan (until eytz_lookup_end or the end of the
  * transaction, whichever comes first).  expected_keys is the planner's
  * estimate of the keys the scan will submit, used to choose between the
- * index pages, the CPU image and the GPU.  Memory comes from cxt.
+ * index pages, the CPU image and the GPU; other_pages the pages the same
+ * scan reads beside index and its heap (a partitioned join's other leaves,
+ * their heaps and indexes; 0 for one table), which decide whether the
+ * index's pages may stay pinned in shared buffers.  Memory comes from cxt.
  */
 extern EytzLookup *eytz_lookup_begin(Relation index, double expected_keys,
-									 MemoryContext cxt);
+									 double other_pages, MemoryContext cxt);
 
 /*
  * Start a batch: nq closed key ranges [lo[i], hi[i]] (encoded keys), asked
@@ -197,10 +200,10 @@ typedef struct EytzLookupShare EytzLookupShare;
  * Leader, before the query's shared memory is sized: the bytes of a copy of
  * the image the caller must leave room for (0: a kept image, or none to
  * share).  *share is made in query_cxt at the first call and reused when a
- * Gather sets up its shared memory again.
+ * Gather sets up its shared memory again.  other_pages: as eytz_lookup_begin's.
  */
 extern Size eytz_lookup_share_estimate(EytzLookupShare **share, Relation index,
-									   MemoryContext query_cxt);
+									   double other_pages, MemoryContext query_cxt);
 /* Leader: fill shared, and copy the image to copy (when the estimate asked for room) */
 extern void eytz_lookup_share_init(EytzLookupShare *share, Relation index,
 								   EytzLookupShared *shared, void *copy);
@@ -219,11 +222,11 @@ extern EytzShareKind eytz_lookup_attach(Relation index, const EytzLookupShared *
  * counts but the image it shares with its workers, and the GPU only
  * through the eytzgpu service; *touch_bytes is then the shared memory the
  * worker's view first touches (the shared image, the index pages it loads),
- * else 0.
+ * else 0.  other_pages: as eytz_lookup_begin's.
  */
 extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-								  Cost *startup_cost, Cost *per_key_cost,
-								  double *touch_bytes);
+								  double other_pages, Cost *startup_cost,
+								  Cost *per_key_cost, double *touch_bytes);
 
 /*
  * Within the seam (eytzlookupcost.c): the view that nkeys keys call for,

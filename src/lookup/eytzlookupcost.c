@@ -196,7 +196,8 @@ eytz_view_cost(const EytzMetaPageData *meta, bool image_resident, bool pinned_ok
 
 void
 eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
-					  Cost *startup_cost, Cost *per_key_cost, double *touch_bytes)
+					  double other_pages, Cost *startup_cost, Cost *per_key_cost,
+					  double *touch_bytes)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	EytzMetaPageData meta;
@@ -222,7 +223,7 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
 	resident = eytz_image_resident(index, meta.generation);
-	pinned_ok = eytz_image_pages_ok(index, &meta);
+	pinned_ok = eytz_image_pages_ok(index, &meta, other_pages);
 	shared = fresh_backend && !gpu_ok && resident &&
 		(!pinned_ok ||
 		 eytz_image_in_place(NULL, (Size) meta.nentries * (meta.key_width + sizeof(uint64))));
@@ -234,7 +235,7 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 						  Max(nkeys, 1.0), startup_cost, per_key_cost);
 	if (fresh_backend && kind == EYTZ_VIEW_IMAGE && shared)
 	{
-		Size		bytes = eytz_image_shared_size(index, &meta);
+		Size		bytes = eytz_image_shared_size(index, &meta, other_pages);
 
 		*touch_bytes = bytes;
 		if (!eytz_image_in_place(NULL, bytes))

@@ -39,7 +39,7 @@ kept_unpin(void *arg)
 
 Size
 eytz_lookup_share_estimate(EytzLookupShare **sharep, Relation index,
-						   MemoryContext query_cxt)
+						   double other_pages, MemoryContext query_cxt)
 {
 	EytzLookupShare *share = *sharep;
 
@@ -62,7 +62,7 @@ eytz_lookup_share_estimate(EytzLookupShare **sharep, Relation index,
 		MemoryContextRegisterResetCallback(query_cxt, &share->kept_cb);
 	}
 	if (share->kept == NULL)
-		share->copy_bytes = eytz_image_shared_size(index, &share->meta);
+		share->copy_bytes = eytz_image_shared_size(index, &share->meta, other_pages);
 	return share->copy_bytes;
 }
 

@@ -46,6 +46,7 @@ struct EytzLookup
 	MemoryContext cxt;
 	MemoryContextCallback unpin_cb;
 	double		expected_keys;
+	double		other_pages;	/* the scan's other relations' pages (eytz_lookup_begin) */
 	uint64		keys_seen;
 
 	/* the view */

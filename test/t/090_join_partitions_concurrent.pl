@@ -133,6 +133,17 @@ like($node->safe_psql('postgres', "$force $pinned EXPLAIN (ANALYZE, VERBOSE, COS
 is($node->safe_psql('postgres', "$force $pinned $hq"),
 	$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $hq"),
 	'and the join answers right');
+# With cpu_view = auto a leaf's layout stays pinned only where every leaf's
+# heap and index fit shared_buffers together (each leaf's alone fits here):
+# a batch reads them all, and pinned layouts pushed out would be read again
+# by every batch
+my $auto = 'SET eytzgpu.device = cpu; SET eytzgpu.cpu_view = auto; SET max_parallel_workers_per_gather = 0;';
+my $auto_plan = $node->safe_psql('postgres', "$force $auto EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF) $hq");
+like($auto_plan, qr/Leaf h_7: .*Device: cpu\n/, 'auto: the leaves load their images');
+unlike($auto_plan, qr/pinned pages/, 'auto: no leaf pinned beside the other leaves\' pages');
+is($node->safe_psql('postgres', "$force $auto $hq"),
+	$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $hq"),
+	'and that join answers right');
 
 $node->stop;
 done_testing();
