@@ -3,11 +3,12 @@
 # kernel benchmark (cuda/bench/eytz_bench --quick build lookup range api) of each, alternated twice,
 # then the serial GPU join through the service (20M x 2M; random: keys hashint4(1..N), outer repeats and
 # ~5% misses; friendly: bench/join_bench.sh's scattered unique keys), each build's eytzgpu.so in turn
-# under one server, ROUNDS (3) rounds, the median of runs 2-6 of each and the backend's CPU time over them
+# under one server, ROUNDS (3) rounds (each a restart), the median of the RUNS (5) runs after the first (which
+# loads the copy) and the backend's CPU time over them
 # (the wall clock of one build moves by 25% on a shared host; its CPU time much less).
 #   DIR holds before.so, after.so (eytzgpu.so of each, built with CUDA) and before.bench, after.bench
 #   (cuda/bench/eytz_bench of each), each also as NAME.xz:
-#   source .gpu/pgenv.sh; DIR=.gpu/ab [SKIP_KERNELS=1] [ROUNDS=5] [PIN="taskset -c 0-7"] [HUGE=1] bash bench/ab_gpu.sh
+#   source .gpu/pgenv.sh; DIR=.gpu/ab [SKIP_KERNELS=1] [ROUNDS=5] [PIN="taskset -c 0-7"] [HUGE=1] [RUNS=5] bash bench/ab_gpu.sh
 # Summary on stdout; logs in $OUT/all.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p $OUT/k
@@ -57,6 +58,7 @@ VACUUM ANALYZE inner_r, outer_r, inner_t, outer_t;
 SQL
 echo "load rc $? $(date +%T)"; tail -3 $OUT/load.txt; psql -X -At -c "SELECT count(*) FROM outer_r" -c "SELECT count(*) FROM inner_t"
 restart_as() { ${PIN:-} su postgres -s /bin/bash -c "env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH TZ=UTC CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES pg_ctl -D /tmp/pgdata -l /tmp/pg.log -o '-k /tmp/pgsock -c listen_addresses= $SERVER' -w restart" >/dev/null; sleep 2; }
+RUNS=${RUNS:-5}
 Q="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off; SET eytzgpu.device = gpu;"
 lscpu | grep -E 'NUMA|Socket|^CPU\(s\)'
 for r in $(seq 1 ${ROUNDS:-3}); do for f in before after; do
@@ -66,12 +68,13 @@ for r in $(seq 1 ${ROUNDS:-3}); do for f in before after; do
     { echo "$Q"; echo 'SELECT pg_backend_pid() AS pid \gset'; echo '\setenv BPID :pid'; echo '\timing on'
       echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"
       echo "\\! awk '{print \"ticks\", \$14 + \$15}' /proc/\$BPID/stat"
-      for i in 2 3 4 5 6; do echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; done
+      for i in $(seq 1 $RUNS); do echo "SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; done
       echo "\\! awk '{print \"ticks\", \$14 + \$15}' /proc/\$BPID/stat"
       echo "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"; } | psql -X > $OUT/join_${f}_${set}_$r.txt 2>&1
-    # the first run loads the copy: the median of the other five, and their CPU time per join
-    med=$(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | sed -n 2,6p | sort -n | sed -n 3p)
-    cpu=$(awk '/^ticks/ { t[++n] = $2 } END { printf "%.1f", (t[2] - t[1]) * 10 / 5 }' $OUT/join_${f}_${set}_$r.txt)
+    # the first run loads the copy: the median of the others, and their CPU time per join
+    med=$(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | sed -n "2,$((RUNS + 1))p" | sort -n |
+      awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+    cpu=$(awk -v runs=$RUNS '/^ticks/ { t[++n] = $2 } END { printf "%.1f", (t[2] - t[1]) * 10 / runs }' $OUT/join_${f}_${set}_$r.txt)
     echo "join $set $f round $r: median ${med} ms, CPU ${cpu} ms a join ($(grep -oE '^Time: [0-9.]+' $OUT/join_${f}_${set}_$r.txt | awk '{print $2}' | paste -sd' ')) $(grep -E 'Device' $OUT/join_${f}_${set}_$r.txt | head -1 | xargs)"
     echo "$set $f $med $cpu" >> $OUT/joins.txt
   done

@@ -80,7 +80,7 @@ for set in demo held; do
 			s=$(printf '%s' "$v" | awk 'NF { print $3 }' | median)
 			t=$(printf '%s' "$v" | awk 'NF { print $4 }' | median)
 			printf '%-5s %-6s %-6s %-24s %9.1f %9.1f %9.1f %8.2f %8.2f\n' $set $lim $view "$d" "$f" "$s" "$t" \
-				"$(awk -v a="$f" -v b="$s" 'BEGIN { print b > 0 ? a / b : 0 }')" "$(awk -v a="$t" -v b="$img3" 'BEGIN { print b > 0 ? a / b : 0 }')"
+				"$(awk -v a="$f" -v b="$s" 'BEGIN { print (b > 0 ? a / b : 0) }')" "$(awk -v a="$t" -v b="$img3" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 		done
 	done
 done

@@ -37,7 +37,7 @@ for set in friendly random; do
 done
 
 # a / b to two places (awk: the GPU machine has no bc)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
 # run SETTINGS: "cost first_ms best_ms plan" of the join
 run() {

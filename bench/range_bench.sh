@@ -46,7 +46,7 @@ for set in friendly random; do
 	ez=$(cut -d' ' -f1 /tmp/rb_ez.$$ | median)
 	bt=$(cut -d' ' -f1 /tmp/rb_bt.$$ | median)
 	printf '%-9s %-44s %-44s %9.2f %9.2f %7.2f\n' $set "$(head -1 /tmp/rb_ez.$$ | cut -d' ' -f2)" \
-		"$(head -1 /tmp/rb_bt.$$ | cut -d' ' -f2)" "$ez" "$bt" "$(awk -v a="$bt" -v b="$ez" 'BEGIN { print b > 0 ? a / b : 0 }')"
+		"$(head -1 /tmp/rb_bt.$$ | cut -d' ' -f2)" "$ez" "$bt" "$(awk -v a="$bt" -v b="$ez" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 	rm -f /tmp/rb_ez.$$ /tmp/rb_bt.$$
 	sql "DROP TABLE rb_ez, rb_bt"
 done

@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
 
 #include "access/stratnum.h"
 #include "catalog/pg_class.h"
@@ -292,32 +293,14 @@ partial_outer_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	return create_seqscan_path(root, outerrel, NULL, workers);
 }
 
-/*
- * The parallel variant of serial (made for the same index and clauses): a
- * partial path over a parallel outer path (partial_outer_path).  Each
- * process batches its share of the parallel outer scan and searches the
- * whole index for it, which is exact for every join type the join supports
- * (INNER, LEFT, SEMI, ANTI): each outer row is seen by one process, with
- * all its matches.  The path is parallel aware only for its shared EXPLAIN
- * ANALYZE counters (eytzjoinexec.c); the work is divided by the outer scan.
- */
+/* The partial path of serial over outer_path */
 static void
-add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
-					  RelOptInfo *outerrel, RelOptInfo *innerrel,
-					  const CustomPath *serial, const EytzInnerSide *side,
-					  List *idxclauses, List *joinquals, List *otherquals)
+add_partial_over(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
+				 const CustomPath *serial, const EytzInnerSide *side, Path *outer_path,
+				 List *idxclauses, List *joinquals, List *otherquals)
 {
-	Path	   *outer_path;
-	CustomPath *ppath;
+	CustomPath *ppath = makeNode(CustomPath);
 
-	if (!joinrel->consider_parallel || !innerrel->consider_parallel ||
-		outerrel->partial_pathlist == NIL || !bms_is_empty(joinrel->lateral_relids))
-		return;
-	outer_path = partial_outer_path(root, joinrel, outerrel, innerrel);
-	if (outer_path == NULL)
-		return;
-
-	ppath = makeNode(CustomPath);
 	memcpy(ppath, serial, sizeof(CustomPath));
 	ppath->path.parallel_aware = true;
 	ppath->path.parallel_safe = true;
@@ -332,6 +315,45 @@ add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
 				   joinquals, otherquals, ppath->path.rows, true,
 				   intVal(list_nth(serial->custom_private, EYTZ_PATH_INDEX_ONLY)));
 	add_partial_path(joinrel, &ppath->path);
+}
+
+/*
+ * The parallel variant of serial (made for the same index and clauses): a
+ * partial path over a parallel outer path (partial_outer_path).  Each
+ * process batches its share of the parallel outer scan and searches the
+ * whole index for it, which is exact for every join type the join supports
+ * (INNER, LEFT, SEMI, ANTI): each outer row is seen by one process, with
+ * all its matches.  The path is parallel aware only for its shared EXPLAIN
+ * ANALYZE counters (eytzjoinexec.c); the work is divided by the outer scan.
+ * Where its processes would outnumber the machine's cores (the default 2
+ * workers and the leader on 2 cores), also one with a process per core:
+ * the cost charges the processes that take turns (eytz_join_cost), and
+ * each worker's copy of the inner side's images, so the cheaper wins.
+ */
+static void
+add_partial_join_path(PlannerInfo *root, RelOptInfo *joinrel,
+					  RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  const CustomPath *serial, const EytzInnerSide *side,
+					  List *idxclauses, List *joinquals, List *otherquals)
+{
+	Path	   *outer_path;
+	long		cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int			leader = parallel_leader_participation ? 1 : 0;
+
+	if (!joinrel->consider_parallel || !innerrel->consider_parallel ||
+		outerrel->partial_pathlist == NIL || !bms_is_empty(joinrel->lateral_relids))
+		return;
+	outer_path = partial_outer_path(root, joinrel, outerrel, innerrel);
+	if (outer_path == NULL)
+		return;
+	add_partial_over(root, joinrel, innerrel, serial, side, outer_path,
+					 idxclauses, joinquals, otherquals);
+	if (outer_path->pathtype == T_SeqScan && IS_SIMPLE_REL(outerrel) &&
+		cores > 1 && outer_path->parallel_workers + leader > cores &&
+		cores - leader >= 1)
+		add_partial_over(root, joinrel, innerrel, serial, side,
+						 create_seqscan_path(root, outerrel, NULL, (int) (cores - leader)),
+						 idxclauses, joinquals, otherquals);
 }
 
 /* Can index be the index a path searches (one key column, of a known type, not partial)? */

@@ -30,7 +30,7 @@
  * A partitioned inner table is searched leaf by leaf: each batch's queries
  * go to the leaves that can hold them (eytzjoinleaves.c), and each leaf
  * with queries is submitted to its own lookup and its matches fetched from
- * its own heap in turn (next_leaf); the rows' matched flags span the
+ * its own heap in turn (eytz_join_next_leaf); the rows' matched flags span the
  * leaves, so LEFT, SEMI and ANTI see all of a row's matches.
  *
  * Under Gather (the parallel join) each process runs this executor on its
@@ -57,7 +57,6 @@
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "optimizer/optimizer.h"
-#include "pgstat.h"
 #include "port/pg_bitutils.h"
 #include "storage/predicate.h"
 #include "utils/datum.h"
@@ -386,50 +385,6 @@ eytz_join_start(EytzJoinState *st)
 	st->started = true;
 }
 
-/* Send leaf's share of the current batch to its lookup */
-static void
-submit_leaf(EytzJoinLeaf *leaf)
-{
-	eytz_lookup_submit(leaf->lookup, leaf->qlo, leaf->qhi, leaf->qrow, leaf->nq);
-	pgstat_count_index_scan(leaf->index);
-	leaf->searches++;
-	leaf->submitted = true;
-}
-
-/*
- * Move to the current batch's next leaf that has queries and submit them to
- * its lookup (unless start_leaves did); false when no leaf is left
- */
-static bool
-next_leaf(EytzJoinState *st)
-{
-	EytzJoinLeaf *leaf;
-
-	do
-	{
-		if (++st->cur_leaf >= st->nleaves)
-			return false;
-	} while (st->leaves[st->cur_leaf].nq == 0);
-	if (st->nleaves > 1)
-	{
-		/* the last leaf's pins go (as at a batch's end) */
-		if (st->hf != NULL)
-			eytz_heap_reset(st->hf);
-		eytz_join_use_leaf(st, st->cur_leaf);
-	}
-	leaf = &st->leaves[st->cur_leaf];
-	st->nchunk = 0;
-	st->pos = 0;
-	st->block_end = 0;
-	st->index_pass = false;
-	st->cur_tid = PG_UINT64_MAX;
-	st->batch_done = false;
-	stage_enter(st, STAGE_LOOKUP);
-	if (!leaf->submitted)
-		submit_leaf(leaf);
-	return true;
-}
-
 /*
  * Submit every leaf's share of the batch (the inner table's whole batch)
  * and start each one's first chunk, so that the GPU (or the GPU service)
@@ -450,7 +405,7 @@ start_leaves(EytzJoinState *st, bool cpu_too)
 
 		if (leaf->nq == 0)
 			continue;
-		submit_leaf(leaf);
+		eytz_join_submit_leaf(leaf);
 		if (!eytz_lookup_start(leaf->lookup, st->next_chunk, cpu_too))
 			break;
 		leaf->first_max = st->next_chunk;
@@ -489,126 +444,11 @@ start_batch(EytzJoinState *st)
 	}
 	if (st->overlap && st->scan_reads > 1)
 		started = start_leaves(st, eytz_lookup_overlap == EYTZ_OVERLAP_ALWAYS);
-	if (!next_leaf(st))
+	if (!eytz_join_next_leaf(st))
 		return false;
 	return started;
 }
 
-
-/* Put batch row's outer values into the scan slot (where not there yet) */
-static void
-store_outer(EytzJoinState *st, uint32 row)
-{
-	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
-	int			no = st->nouter;
-
-	if (st->slot_row != row)
-	{
-		BatchRow   *r = batch_row(st, row);
-		const Datum *vals = r->values;
-		const bool *flags = row_flags(st, r);
-		const bool *nulls = flags + FLAG_NULLS;
-		bool		has_nulls = flags[FLAG_HAS_NULLS];
-		int			i;
-
-		/* rows without NULLs (the row's flags are in cache): no other read */
-		for (i = 0; i < no; i++)
-		{
-			scan->tts_values[i] = vals[i];
-			scan->tts_isnull[i] = has_nulls && nulls[i];
-		}
-		st->slot_row = row;
-	}
-	if (TTS_EMPTY(scan))
-		ExecStoreVirtualTuple(scan);
-	st->css.ss.ps.ps_ExprContext->ecxt_scantuple = scan;
-}
-
-static inline TupleTableSlot *
-project(EytzJoinState *st)
-{
-	ProjectionInfo *proj = st->css.ss.ps.ps_ProjInfo;
-
-	stage_enter(st, STAGE_QUAL);
-	if (proj == NULL)
-		return st->css.ss.ss_ScanTupleSlot;
-	return ExecProject(proj);
-}
-
-/* The pushed-down quals on a joined (or null-extended) row */
-static inline bool
-other_quals_pass(EytzJoinState *st)
-{
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-
-	stage_enter(st, STAGE_QUAL);
-	if (st->otherqual && !ExecQual(st->otherqual, econtext))
-	{
-		InstrCountFiltered2(&st->css, 1);
-		ResetExprContext(econtext);
-		return false;
-	}
-	return true;
-}
-
-/*
- * Is key in the range of batch row "row" (r, or without kept rows its
- * query's)?
- */
-static inline bool
-in_row_range(EytzJoinState *st, uint32 row, const BatchRow *r, uint64 key)
-{
-	if (r == NULL)
-		return st->point_keys ? key == st->qlo[row] :
-			key >= st->qlo[row] && key <= st->qhi[row];
-	return key >= r->lo && key <= r->hi;
-}
-
-/* The next joined row of the batch's matches, or NULL after its last chunk */
-static TupleTableSlot *
-next_match(EytzJoinState *st)
-{
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-
-	for (;;)
-	{
-		const EytzMatch *m;
-		BatchRow   *r;
-
-		m = st->index_pass ? eytz_join_next_index_match(st, &r) : eytz_join_next_heap_match(st, &r);
-		if (m == NULL)
-		{
-			if (!eytz_join_next_chunk(st) && !next_leaf(st))
-				return NULL;
-			continue;
-		}
-		/*
-		 * recheck: the heap tuple's key must be in the row's range (an
-		 * index entry's is: the lookup returned it for that range)
-		 */
-		if (!st->index_pass && !in_row_range(st, m->row, r, st->cur_key))
-			continue;
-		stage_enter(st, STAGE_QUAL);
-		if (st->outer_per_match)
-			store_outer(st, m->row);
-		else
-			econtext->ecxt_scantuple = st->css.ss.ss_ScanTupleSlot;
-		if (st->joinqual && !ExecQual(st->joinqual, econtext))
-		{
-			InstrCountFiltered1(&st->css, 1);
-			ResetExprContext(econtext);
-			continue;
-		}
-		/* (no write to a row that nothing reads back) */
-		if (st->flags_per_match)
-			set_row_matched(st, m->row, r);
-		if (st->jointype == JOIN_ANTI)
-			continue;
-		if (!other_quals_pass(st))
-			continue;
-		return project(st);
-	}
-}
 
 /* The inner part of the scan slot: NULLs, for the unmatched rows */
 static void
@@ -698,7 +538,7 @@ eytz_join_exec(CustomScanState *node)
 				break;
 
 			case PHASE_MATCHES:
-				res = next_match(st);
+				res = eytz_join_next_match(st);
 				if (res == NULL)
 				{
 					stage_enter(st, STAGE_FETCH);
@@ -721,7 +561,7 @@ eytz_join_exec(CustomScanState *node)
 				break;
 
 			case PHASE_SORTED:
-				res = next_match(st);
+				res = eytz_join_next_match(st);
 				if (res == NULL && !eytz_heap_order_next_window(st))
 				{
 					set_inner_nulls(st);

@@ -422,6 +422,75 @@ set_row_matched(EytzJoinState *st, uint32 row, BatchRow *r)
 	row_flags(st, r)[FLAG_MATCHED] = true;
 }
 
+/* Put batch row's outer values into the scan slot (where not there yet) */
+static inline void
+store_outer(EytzJoinState *st, uint32 row)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	int			no = st->nouter;
+
+	if (st->slot_row != row)
+	{
+		BatchRow   *r = batch_row(st, row);
+		const Datum *vals = r->values;
+		const bool *flags = row_flags(st, r);
+		const bool *nulls = flags + FLAG_NULLS;
+		bool		has_nulls = flags[FLAG_HAS_NULLS];
+		int			i;
+
+		/* rows without NULLs (the row's flags are in cache): no other read */
+		for (i = 0; i < no; i++)
+		{
+			scan->tts_values[i] = vals[i];
+			scan->tts_isnull[i] = has_nulls && nulls[i];
+		}
+		st->slot_row = row;
+	}
+	if (TTS_EMPTY(scan))
+		ExecStoreVirtualTuple(scan);
+	st->css.ss.ps.ps_ExprContext->ecxt_scantuple = scan;
+}
+
+static inline TupleTableSlot *
+project(EytzJoinState *st)
+{
+	ProjectionInfo *proj = st->css.ss.ps.ps_ProjInfo;
+
+	stage_enter(st, STAGE_QUAL);
+	if (proj == NULL)
+		return st->css.ss.ss_ScanTupleSlot;
+	return ExecProject(proj);
+}
+
+/* The pushed-down quals on a joined (or null-extended) row */
+static inline bool
+other_quals_pass(EytzJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+
+	stage_enter(st, STAGE_QUAL);
+	if (st->otherqual && !ExecQual(st->otherqual, econtext))
+	{
+		InstrCountFiltered2(&st->css, 1);
+		ResetExprContext(econtext);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Is key in the range of batch row "row" (r, or without kept rows its
+ * query's)?
+ */
+static inline bool
+in_row_range(EytzJoinState *st, uint32 row, const BatchRow *r, uint64 key)
+{
+	if (r == NULL)
+		return st->point_keys ? key == st->qlo[row] :
+			key >= st->qlo[row] && key <= st->qhi[row];
+	return key >= r->lo && key <= r->hi;
+}
+
 /*
  * Make leaf i the current one: the fetch and the lookup read the current
  * leaf's fields.  The visibility map pages pinned are the last leaf's.
@@ -470,11 +539,11 @@ extern void eytz_heap_order_reset(EytzJoinState *st);
 extern void eytz_join_prune_at_start(EytzJoinState *st, List *quals);
 extern void eytz_join_leaf_footprints(EytzJoinState *st);
 extern void eytz_join_route_batch(EytzJoinState *st);
+extern void eytz_join_submit_leaf(EytzJoinLeaf *leaf);
+extern bool eytz_join_next_leaf(EytzJoinState *st);
 
-/* eytzjoinfetch.c: the matches of a batch, their inner tuples */
-extern bool eytz_join_next_chunk(EytzJoinState *st);
-extern const EytzMatch *eytz_join_next_index_match(EytzJoinState *st, BatchRow **r);
-extern const EytzMatch *eytz_join_next_heap_match(EytzJoinState *st, BatchRow **r);
+/* eytzjoinfetch.c: the matches of a batch, their inner tuples, the joined rows */
+extern TupleTableSlot *eytz_join_next_match(EytzJoinState *st);
 
 /* eytzjoinexplain.c: EXPLAIN, the stage clocks, the parallel join */
 extern double eytz_join_clock_read_cost(void);

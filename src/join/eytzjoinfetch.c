@@ -5,8 +5,12 @@
  *		classification by the visibility map (which matches the index
  *		answers), and the fetch of the inner tuples a heap block at a time
  *		(eytzheap.c) into the inner part of the scan slot, with the inner
- *		table's quals.  The state machine (eytzjoinexec.c) takes the
- *		matches one by one.
+ *		table's quals, and the joined rows they make (the recheck, the join
+ *		and pushed-down quals, the projection), which the state machine
+ *		(eytzjoinexec.c) takes one by one.  The per-match steps stay in this
+ *		one file so that the compiler inlines them into the loop over a
+ *		chunk (no call between files per match, as before the executor's
+ *		split; bench/join_results.md run 22).
  */
 #include "postgres.h"
 
@@ -327,8 +331,8 @@ prefetch_row(EytzJoinState *st, uint32 row)
  * are set aside in its first pass, then sorted by TID and fetched from the
  * heap as a chunk of their own.
  */
-bool
-eytz_join_next_chunk(EytzJoinState *st)
+static bool
+next_chunk(EytzJoinState *st)
 {
 	uint32		max;
 
@@ -402,8 +406,8 @@ eytz_join_next_chunk(EytzJoinState *st)
  * the row's key range (no recheck): without kept rows nothing of the row
  * is read.
  */
-const EytzMatch *
-eytz_join_next_index_match(EytzJoinState *st, BatchRow **r)
+static inline const EytzMatch *
+next_index_match(EytzJoinState *st, BatchRow **r)
 {
 	while (st->pos < st->nchunk)
 	{
@@ -436,8 +440,8 @@ eytz_join_next_index_match(EytzJoinState *st, BatchRow **r)
  * The next match of a chunk sorted by TID whose inner tuple is visible (in
  * the scan slot), or NULL at the end of the chunk
  */
-const EytzMatch *
-eytz_join_next_heap_match(EytzJoinState *st, BatchRow **r)
+static inline const EytzMatch *
+next_heap_match(EytzJoinState *st, BatchRow **r)
 {
 	while (st->pos < st->nchunk)
 	{
@@ -463,3 +467,48 @@ eytz_join_next_heap_match(EytzJoinState *st, BatchRow **r)
 	return NULL;
 }
 
+/* The next joined row of the batch's matches, or NULL after its last chunk */
+TupleTableSlot *
+eytz_join_next_match(EytzJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+
+	for (;;)
+	{
+		const EytzMatch *m;
+		BatchRow   *r;
+
+		m = st->index_pass ? next_index_match(st, &r) : next_heap_match(st, &r);
+		if (m == NULL)
+		{
+			if (!next_chunk(st) && !eytz_join_next_leaf(st))
+				return NULL;
+			continue;
+		}
+		/*
+		 * recheck: the heap tuple's key must be in the row's range (an
+		 * index entry's is: the lookup returned it for that range)
+		 */
+		if (!st->index_pass && !in_row_range(st, m->row, r, st->cur_key))
+			continue;
+		stage_enter(st, STAGE_QUAL);
+		if (st->outer_per_match)
+			store_outer(st, m->row);
+		else
+			econtext->ecxt_scantuple = st->css.ss.ss_ScanTupleSlot;
+		if (st->joinqual && !ExecQual(st->joinqual, econtext))
+		{
+			InstrCountFiltered1(&st->css, 1);
+			ResetExprContext(econtext);
+			continue;
+		}
+		/* (no write to a row that nothing reads back) */
+		if (st->flags_per_match)
+			set_row_matched(st, m->row, r);
+		if (st->jointype == JOIN_ANTI)
+			continue;
+		if (!other_quals_pass(st))
+			continue;
+		return project(st);
+	}
+}

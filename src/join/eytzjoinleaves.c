@@ -9,7 +9,9 @@
  *		in one leaf, or gives every leaf every key.  Leaves that the inner
  *		table's restrictions exclude once their parameters are known (a
  *		generic plan's $1) are pruned at the scan's start, with PostgreSQL's
- *		predicate proofs against each leaf's partition constraint.
+ *		predicate proofs against each leaf's partition constraint.  A batch's
+ *		leaves are then taken in turn (eytz_join_next_leaf), each one's share
+ *		sent to its lookup.
  */
 #include "postgres.h"
 
@@ -22,6 +24,7 @@
 #include "optimizer/clauses.h"
 #include "parser/parsetree.h"
 #include "partitioning/partdesc.h"
+#include "pgstat.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -377,4 +380,48 @@ eytz_join_route_batch(EytzJoinState *st)
 			leaf->nq++;
 		}
 	}
+}
+
+/* Send leaf's share of the current batch to its lookup */
+void
+eytz_join_submit_leaf(EytzJoinLeaf *leaf)
+{
+	eytz_lookup_submit(leaf->lookup, leaf->qlo, leaf->qhi, leaf->qrow, leaf->nq);
+	pgstat_count_index_scan(leaf->index);
+	leaf->searches++;
+	leaf->submitted = true;
+}
+
+/*
+ * Move to the current batch's next leaf that has queries and submit them to
+ * its lookup (unless start_leaves did); false when no leaf is left
+ */
+bool
+eytz_join_next_leaf(EytzJoinState *st)
+{
+	EytzJoinLeaf *leaf;
+
+	do
+	{
+		if (++st->cur_leaf >= st->nleaves)
+			return false;
+	} while (st->leaves[st->cur_leaf].nq == 0);
+	if (st->nleaves > 1)
+	{
+		/* the last leaf's pins go (as at a batch's end) */
+		if (st->hf != NULL)
+			eytz_heap_reset(st->hf);
+		eytz_join_use_leaf(st, st->cur_leaf);
+	}
+	leaf = &st->leaves[st->cur_leaf];
+	st->nchunk = 0;
+	st->pos = 0;
+	st->block_end = 0;
+	st->index_pass = false;
+	st->cur_tid = PG_UINT64_MAX;
+	st->batch_done = false;
+	stage_enter(st, STAGE_LOOKUP);
+	if (!leaf->submitted)
+		eytz_join_submit_leaf(leaf);
+	return true;
 }

@@ -183,9 +183,13 @@ my $par = 'SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; '
   . 'SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; ';
 $plan = $node->safe_psql('postgres',
 	"$force $par EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $qi");
-like($plan, qr/Workers Launched: 2.*Parallel Custom Scan \(EytzGPU Join\)/s, 'a parallel join');
-is(scalar(() = $plan =~ /Device: $service_device/g), 3, 'the leader and both workers ask the service');
-like($plan, qr/Heap Fetches: 0\n(.*\n)*.*Heap Fetches: 0\n(.*\n)*.*Heap Fetches: 0\n/, 'none reads the heap');
+# (one worker where the machine has two cores: the join plans a process per core)
+like($plan, qr/Workers Launched: [12].*Parallel Custom Scan \(EytzGPU Join\)/s, 'a parallel join');
+my ($launched) = $plan =~ /Workers Launched: (\d+)/;
+$launched //= 0;
+is(scalar(() = $plan =~ /Device: $service_device/g), $launched + 1, 'the leader and each worker ask the service');
+cmp_ok(scalar(() = $plan =~ /Heap Fetches: 0\n/g), '>=', $launched + 1, 'none reads the heap');
+unlike($plan, qr/Heap Fetches: [1-9]/, 'none at all');
 is($node->safe_psql('postgres', "$force $par $diffi"), '0', 'the parallel index-only join is right');
 is($node->safe_psql('postgres', "$force $par $diff"), '0', 'and the plain one');
 is(status('slots_in_use'), '0', 'the workers freed their slots');
