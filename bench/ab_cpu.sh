@@ -24,21 +24,9 @@ if [ ! -d "$DIR/data" ]; then
 	cp "$DIR/after.so" "$LIB/eytzgpu.so"
 	as_pguser initdb -D "$DIR/data" -U postgres --auth=trust >/dev/null || exit 1
 	as_pguser pg_ctl -D "$DIR/data" -l "$DIR/server.log" -w -o "$OPTS" start >/dev/null || exit 1
-	$PSQL -v ON_ERROR_STOP=1 <<SQL || exit 1
-CREATE EXTENSION eytzgpu;
-CREATE TABLE inner_r (k int4, v int4);
-INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g;
-CREATE TABLE outer_r (k int4);
-SELECT setseed(0.42);
-INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g;
-CREATE TABLE inner_t (k int4, v int4);
-INSERT INTO inner_t SELECT ((g::int8 * 48271) % 2147483647)::int4, g FROM generate_series(1, $N) g;
-CREATE TABLE outer_t (k int4);
-INSERT INTO outer_t SELECT (((((g::int8 * 7919) % $N) + 1) * 48271) % 2147483647)::int4 FROM generate_series(1, $M) g;
-CREATE INDEX inner_r_k ON inner_r USING eytzgpu (k);
-CREATE INDEX inner_t_k ON inner_t USING eytzgpu (k);
-VACUUM ANALYZE inner_r, outer_r, inner_t, outer_t;
-SQL
+	$PSQL -v ON_ERROR_STOP=1 -v N="$N" -v M="$M" -c "CREATE EXTENSION eytzgpu" \
+		-f "$(dirname "$0")/ab_data.sql" -c "CREATE INDEX inner_r_k ON inner_r USING eytzgpu (k)" \
+		-c "CREATE INDEX inner_t_k ON inner_t USING eytzgpu (k)" -c "VACUUM ANALYZE inner_r, outer_r, inner_t, outer_t" >/dev/null || exit 1
 fi
 : >"$DIR/cpu.txt"
 for r in $(seq 1 "${ROUNDS:-4}"); do for n in before after; do

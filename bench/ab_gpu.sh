@@ -40,22 +40,9 @@ fi
 export CUDA_VISIBLE_DEVICES=0
 ${PIN:-} bash -c "source .gpu/pgenv.sh; pg_start '$SERVER'" > $OUT/server.txt 2>&1 || { cat $OUT/server.txt; exit 1; }
 N=20000000; M=2000000
-psql -X -q -v ON_ERROR_STOP=1 <<SQL > $OUT/load.txt 2>&1
-CREATE EXTENSION eytzgpu;
-CREATE TABLE inner_r (k int4, v int4);
-INSERT INTO inner_r SELECT hashint4(g), g FROM generate_series(1, $N) g;
-CREATE TABLE outer_r (k int4);
-SELECT setseed(0.42);
-INSERT INTO outer_r SELECT hashint4(CASE WHEN random() < 0.05 THEN $N + 1 + g ELSE 1 + floor(random() * $N)::int4 END) FROM generate_series(1, $M) g;
-CREATE TABLE inner_t (k int4, v int4);
-INSERT INTO inner_t SELECT ((g::int8 * 48271) % 2147483647)::int4, g FROM generate_series(1, $N) g;
-CREATE TABLE outer_t (k int4);
-INSERT INTO outer_t SELECT (((((g::int8 * 7919) % $N) + 1) * 48271) % 2147483647)::int4 FROM generate_series(1, $M) g;
-SET eytzgpu.device = gpu;
-CREATE INDEX inner_r_k ON inner_r USING eytzgpu (k);
-CREATE INDEX inner_t_k ON inner_t USING eytzgpu (k);
-VACUUM ANALYZE inner_r, outer_r, inner_t, outer_t;
-SQL
+psql -X -q -v ON_ERROR_STOP=1 -v N=$N -v M=$M -c "CREATE EXTENSION eytzgpu" -f bench/ab_data.sql \
+  -c "SET eytzgpu.device = gpu; CREATE INDEX inner_r_k ON inner_r USING eytzgpu (k); CREATE INDEX inner_t_k ON inner_t USING eytzgpu (k)" \
+  -c "VACUUM ANALYZE inner_r, outer_r, inner_t, outer_t" > $OUT/load.txt 2>&1
 echo "load rc $? $(date +%T)"; tail -3 $OUT/load.txt; psql -X -At -c "SELECT count(*) FROM outer_r" -c "SELECT count(*) FROM inner_t"
 restart_as() { ${PIN:-} su postgres -s /bin/bash -c "env PATH=$PATH LD_LIBRARY_PATH=$LD_LIBRARY_PATH TZ=UTC CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES pg_ctl -D /tmp/pgdata -l /tmp/pg.log -o '-k /tmp/pgsock -c listen_addresses= $SERVER' -w restart" >/dev/null; sleep 2; }
 RUNS=${RUNS:-5}

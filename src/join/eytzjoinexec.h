@@ -479,19 +479,6 @@ other_quals_pass(EytzJoinState *st)
 }
 
 /*
- * Is key in the range of batch row "row" (r, or without kept rows its
- * query's)?
- */
-static inline bool
-in_row_range(EytzJoinState *st, uint32 row, const BatchRow *r, uint64 key)
-{
-	if (r == NULL)
-		return st->point_keys ? key == st->qlo[row] :
-			key >= st->qlo[row] && key <= st->qhi[row];
-	return key >= r->lo && key <= r->hi;
-}
-
-/*
  * Make leaf i the current one: the fetch and the lookup read the current
  * leaf's fields.  The visibility map pages pinned are the last leaf's.
  */

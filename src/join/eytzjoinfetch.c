@@ -10,7 +10,7 @@
  *		(eytzjoinexec.c) takes one by one.  The per-match steps stay in this
  *		one file so that the compiler inlines them into the loop over a
  *		chunk (no call between files per match, as before the executor's
- *		split; bench/join_results.md run 22).
+ *		split; bench/join_results.md run 23).
  */
 #include "postgres.h"
 
@@ -465,6 +465,19 @@ next_heap_match(EytzJoinState *st, BatchRow **r)
 			return m;
 	}
 	return NULL;
+}
+
+/*
+ * Is key in the range of batch row "row" (r, or without kept rows its
+ * query's)?
+ */
+static inline bool
+in_row_range(EytzJoinState *st, uint32 row, const BatchRow *r, uint64 key)
+{
+	if (r == NULL)
+		return st->point_keys ? key == st->qlo[row] :
+			key >= st->qlo[row] && key <= st->qhi[row];
+	return key >= r->lo && key <= r->hi;
 }
 
 /* The next joined row of the batch's matches, or NULL after its last chunk */

@@ -90,6 +90,18 @@ sub answer
 		$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $q"));
 }
 
+# each query through the join (with settings) and PostgreSQL's answer to it
+sub same_as_postgres
+{
+	my ($label, $settings, @queries) = @_;
+	for my $q (@queries)
+	{
+		is( $node->safe_psql('postgres', "$force $settings $q"),
+			$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $q"),
+			"$label: $q");
+	}
+}
+
 sub explain_join
 {
 	my ($t) = @_;
@@ -141,16 +153,12 @@ like( $node->safe_psql('postgres',
 is($got, $want, "big: its answer is PostgreSQL's");
 ($got, $want) = answer('big', 'SET eytzgpu.batch_size = 7;');
 is($got, $want, "big, batch_size = 7: its answer is PostgreSQL's");
-for my $q (
+same_as_postgres(
+	'big', '',
 	'SELECT count(*), sum((o.id * 1000003) # big.id) FROM o JOIN big ON big.k BETWEEN o.k::int8 - 30 AND o.k::int8 + 30',
 	'SELECT count(*), sum(o.id * 3 + coalesce(big.id, 5)) FROM o LEFT JOIN big ON big.k = o.k',
 	'SELECT count(*), sum(o.id) FROM o WHERE NOT EXISTS (SELECT 1 FROM big WHERE big.k = o.k)',
-	'SELECT count(*), sum(o.id) FROM o WHERE EXISTS (SELECT 1 FROM big WHERE big.k BETWEEN o.k AND o.k::int8 + 2)')
-{
-	is( $node->safe_psql('postgres', "$force $q"),
-		$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $q"),
-		"big: $q");
-}
+	'SELECT count(*), sum(o.id) FROM o WHERE EXISTS (SELECT 1 FROM big WHERE big.k BETWEEN o.k AND o.k::int8 + 2)');
 # included values staged by each slice (index-only), a tombstone in a slice
 $node->safe_psql('postgres',
 	'DELETE FROM big2 WHERE v % 97 = 0; VACUUM big2; INSERT INTO big2 (k, v) VALUES (5, NULL)');
@@ -243,16 +251,12 @@ my %leaf_devices = map { $_ => 1 } ($plan =~ /Leaf p\d: .*Device: cpu (\d) \(ser
 is(scalar(keys %leaf_devices), 3, 'the three leaves on three devices, each named by EXPLAIN VERBOSE')
   or diag($plan);
 like($plan, qr/Lookup Overlap: (?:[4-9]|\d\d+) batches/, 'leaves looked up ahead');
-for my $q (
+same_as_postgres(
+	'leaves on three devices', 'SET eytzgpu.batch_size = 1000;',
 	'SELECT count(*), sum((o.id * 1000003) # p.id + p.v) FROM o JOIN p ON p.k = o.k',
 	'SELECT count(*), sum(o.id + coalesce(p.v, 1)) FROM o LEFT JOIN p ON p.k = o.k',
 	'SELECT count(*), sum(o.id) FROM o WHERE NOT EXISTS (SELECT 1 FROM p WHERE p.k = o.k)',
-	'SELECT count(*), sum(p.v) FROM o JOIN p ON p.k BETWEEN o.k AND o.k::int8 + 5')
-{
-	is( $node->safe_psql('postgres', "$force SET eytzgpu.batch_size = 1000; $q"),
-		$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $q"),
-		"leaves on three devices: $q");
-}
+	'SELECT count(*), sum(p.v) FROM o JOIN p ON p.k BETWEEN o.k AND o.k::int8 + 5');
 
 $node->stop;
 done_testing();
