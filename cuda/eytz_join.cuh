@@ -54,6 +54,7 @@ struct JoinStat
 	uint64_t	total;			/* their matches, tombstones included */
 	unsigned long long nmatch;	/* their live matches: the pairs returned */
 	unsigned	rows_unordered;	/* EYTZGPU_ROWS_ASCENDING broken */
+	unsigned	small_over;		/* k_join_small: its prefix held more matches than it sorts (nothing answered) */
 };
 
 /* Sort buffers of a batch (items each) */
@@ -267,6 +268,7 @@ k_join_prefix(const uint64_t *off, uint64_t nq, uint64_t max_matches, JoinStat *
 	stat->total = off ? off[a] : nq;
 	stat->nmatch = 0;
 	stat->rows_unordered = 0;
+	stat->small_over = 0;
 }
 
 /* EYTZGPU_ROWS_ASCENDING: flag rows[i] >= rows[i + 1] */
@@ -505,6 +507,189 @@ launch_point_join(const Idx<KT> &ix, const KT *skeys, const uint32_t *srows, uin
 		/* no shared memory: the small blocks, no more of them than there are lookups for */
 		return launch_persistent(kern, kern, 0, 0, (nq + EYTZ_SINGLE_BLOCK - 1) / EYTZ_SINGLE_BLOCK, st, ix, skeys,
 								 srows, nq, full, c, b, js, stat);
+	});
+}
+
+/*
+ * A small point batch in one block and one launch (no columns, one-key
+ * items): the count pass, the prefix that fits max_matches, the fill, the
+ * items sorted in shared memory (up to EYTZ_JOIN_SMALL_RANKED of them
+ * ranked: each counts the items before it, cheaper than a radix sort's
+ * passes over the key bits; more are radix-sorted), the split.  The pipeline above is a chain of launches with a
+ * synchronization in the middle, which costs a small batch more than its
+ * searches.  A prefix of more than EYTZ_JOIN_SMALL matches sets small_over
+ * and answers nothing (the caller then runs the pipeline).  Thread t takes
+ * queries t * ITEMS ..; keys narrowed to KT.  pay and row hold
+ * EYTZ_JOIN_SMALL pairs.
+ */
+#define EYTZ_JOIN_SMALL_BLOCK 1024
+#define EYTZ_JOIN_SMALL_ITEMS 2
+#define EYTZ_JOIN_SMALL (EYTZ_JOIN_SMALL_BLOCK * EYTZ_JOIN_SMALL_ITEMS)
+#define EYTZ_JOIN_SMALL_RANKED 128	/* items ranked (a pass over all per item) up to this; radix-sorted above */
+
+template <class KT, int NKC>
+__global__ void __launch_bounds__(EYTZ_JOIN_SMALL_BLOCK)
+k_join_small(Idx<KT> ix, const uint64_t *keys, const uint32_t *rows, uint64_t nq, uint64_t max_matches, JoinCode c,
+			 int sort_bits, bool check_rows, CsrBufs b, uint64_t *pay, uint32_t *row, JoinStat *stat)
+{
+	const int	ITEMS = EYTZ_JOIN_SMALL_ITEMS;
+	typedef cub::BlockScan<uint32_t, EYTZ_JOIN_SMALL_BLOCK> Scan;
+	typedef cub::BlockRadixSort<uint64_t, EYTZ_JOIN_SMALL_BLOCK, EYTZ_JOIN_SMALL_ITEMS> Sort;
+	__shared__ union
+	{
+		typename Scan::TempStorage scan;
+		typename Sort::TempStorage sort;
+		uint64_t	items[EYTZ_JOIN_SMALL];
+	}			sh;
+	uint64_t   *items = sh.items;
+	__shared__ uint32_t s_live;
+	const uint64_t j0 = (uint64_t) threadIdx.x * ITEMS;
+	const Outs	oc = {NULL, b.cnt, b.first};
+	const Outs	of = {b.out, b.off, b.first};
+	uint32_t	cc[ITEMS],
+				sum = 0,
+				excl,
+				live = 0;
+	uint64_t	nq_done = 0,
+				total;
+	int			unordered = 0;
+
+	if (threadIdx.x == 0)
+		s_live = 0;
+	/* counts (every lane calls: a warp finishes the long runs together) */
+	for (int it = 0; it < ITEMS; it++)
+	{
+		bool		active = j0 + it < nq;
+		KT			k = active ? (KT) keys[j0 + it] : 0;
+
+		single_process<KT, MODE_COUNT, NKC>(ix, NULL, 0, oc, active, j0 + it, k, k);
+	}
+	/* offsets of counts clamped above the capacity: exact on any prefix that fits it */
+	for (int it = 0; it < ITEMS; it++)
+	{
+		uint64_t	j = j0 + it,
+					n = j < nq ? b.cnt[j] : 0;
+
+		cc[it] = (uint32_t) (n > EYTZ_JOIN_SMALL ? EYTZ_JOIN_SMALL + 1 : n);
+		sum += cc[it];
+		if (check_rows && j + 1 < nq && rows[j] >= rows[j + 1])
+			unordered = 1;
+	}
+	Scan(sh.scan).ExclusiveSum(sum, excl);
+	for (int it = 0; it < ITEMS; it++)
+	{
+		uint64_t	j = j0 + it;
+
+		if (j < nq)
+		{
+			b.off[j] = excl;
+			excl += cc[it];
+			if (j + 1 == nq)
+				b.off[nq] = excl;
+		}
+		/* the prefix: the queries whose matches end within max_matches */
+		nq_done += __syncthreads_count(j < nq && excl <= max_matches);
+	}
+	unordered = __syncthreads_or(unordered);
+	total = b.off[nq_done];
+	if (total > EYTZ_JOIN_SMALL)
+	{
+		if (threadIdx.x == 0)
+		{
+			stat->small_over = 1;
+			stat->nq_done = 0;
+			stat->total = 0;
+			stat->nmatch = 0;
+			stat->rows_unordered = unordered;
+		}
+		return;
+	}
+	for (int it = 0; it < ITEMS; it++)
+	{
+		bool		active = j0 + it < nq_done;
+		KT			k = active ? (KT) keys[j0 + it] : 0;
+
+		single_process<KT, MODE_FILL, NKC>(ix, NULL, 0, of, active, j0 + it, k, k);
+	}
+	__syncthreads();			/* (the scan's storage is free again) */
+	for (int it = 0; it < ITEMS; it++)
+	{
+		uint64_t	j = j0 + it;
+
+		if (j < nq_done)
+			for (uint64_t m = b.off[j]; m < b.off[j + 1]; m++)
+			{
+				uint64_t	p = b.out[m];
+				bool		l = (p >> 16) != TOMBSTONE_BLOCK;
+
+				items[m] = l ? (join_compact(c, p) << 32) | rows[j] : JOIN_MARK;
+				live += l;
+			}
+	}
+	if (live)
+		atomicAdd(&s_live, live);
+	__syncthreads();
+	live = s_live;
+	if (total > EYTZ_JOIN_SMALL_RANKED)
+	{
+		/*
+		 * Radix sort: rows that ascend in query order (checked) are in
+		 * order already, so a stable sort of the payload bits does
+		 */
+		uint64_t	key[ITEMS];
+
+		for (int it = 0; it < ITEMS; it++)
+			key[it] = j0 + it < total ? items[j0 + it] : JOIN_MARK;
+		__syncthreads();		/* the sort reuses the items' memory */
+		Sort(sh.sort).Sort(key, check_rows ? 32 : 0, sort_bits);
+		for (int it = 0; it < ITEMS; it++)
+			if (j0 + it < live)
+			{
+				pay[j0 + it] = join_expand(c, key[it] >> 32);
+				row[j0 + it] = (uint32_t) key[it];
+			}
+	}
+	else if (threadIdx.x < total)
+	{
+		/* item t's place: the items below it, and the equal ones before it (tombstones last) */
+		uint64_t	mine = items[threadIdx.x];
+		uint32_t	rank = 0;
+
+		for (uint32_t i = 0; i < total; i++)
+		{
+			uint64_t	o = items[i];
+
+			rank += o < mine || (o == mine && i < threadIdx.x);
+		}
+		if (rank < live)
+		{
+			pay[rank] = join_expand(c, mine >> 32);
+			row[rank] = (uint32_t) mine;
+		}
+	}
+	if (threadIdx.x == 0)
+	{
+		stat->small_over = 0;
+		stat->nq_done = nq_done;
+		stat->total = total;
+		stat->nmatch = live;
+		stat->rows_unordered = unordered;
+	}
+}
+
+/* k_join_small for nq <= EYTZ_JOIN_SMALL queries (one-key items) */
+template <class KT>
+static inline cudaError_t
+launch_join_small(const Idx<KT> &ix, const uint64_t *keys, const uint32_t *rows, uint64_t nq, uint64_t max_matches,
+				  const JoinCode &c, bool check_rows, const CsrBufs &b, uint64_t *pay, uint32_t *row,
+				  JoinStat *stat, cudaStream_t st)
+{
+	int			sort_bits = (int) c.pbits + 32 + (c.full ? 1 : 0);	/* the marker's bit where a key can be all ones */
+
+	return dispatch_nk(ix.k, [&](auto nk) {
+		k_join_small<KT, nk.value><<<1, EYTZ_JOIN_SMALL_BLOCK, 0, st>>>(ix, keys, rows, nq, max_matches, c,
+																	   sort_bits, check_rows, b, pay, row, stat);
+		return cudaGetLastError();
 	});
 }
 

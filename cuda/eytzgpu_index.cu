@@ -139,6 +139,7 @@ eytzgpu_free(EytzGpuIndex *h)
 		dfree(h->jb.row_a);
 		dfree(h->jb.row_b);
 		dfree(h->d_stat);
+		dfree(h->d_small);
 		dfree(h->d_jslot_a);
 		dfree(h->d_jslot_b);
 		dfree(h->d_jrs_a);
@@ -159,7 +160,8 @@ eytzgpu_free(EytzGpuIndex *h)
 		for (i = 0; i < 2; i++)
 		{
 			EytzJoinSet *js = &h->sets[i];
-			void	   *pinned[] = {js->h_lo, js->h_hi, js->h_rows, js->h_pay, js->h_row, js->h_stat, js->h_cols};
+			void	   *pinned[] = {js->h_lo, js->h_hi, js->h_rows, js->h_pay, js->h_row, js->h_stat, js->h_cols,
+				js->h_small};
 
 			for (size_t j = 0; j < sizeof(pinned) / sizeof(pinned[0]); j++)
 				if (pinned[j])

@@ -44,6 +44,12 @@ struct EytzJoinSet
 	struct timespec t0;			/* submit's start */
 	uint32_t	strategy;
 	bool		point_mode;
+	/* a small batch (k_join_small): its inputs, then its answer, in one pinned block (EYTZ_SMALL_BYTES) */
+	unsigned char *h_small;
+	bool		small;			/* this batch went that way */
+	uint64_t	small_cap;		/* pairs its answer holds */
+	uint64_t	max_matches;	/* as submitted (for the pipeline, where the answer did not fit) */
+	uint32_t	flags;
 };
 
 struct EytzGpuIndex
@@ -105,6 +111,7 @@ struct EytzGpuIndex
 	size_t		jkey_cap,		/* bytes of each of the join sort buffers */
 				jrow_cap;
 	eytzk::JoinStat *d_stat;
+	unsigned char *d_small;		/* a small batch's inputs and answer (EYTZ_SMALL_BYTES, as EytzJoinSet.h_small) */
 	uint32_t   *d_jslot_a,		/* with columns: the items' slots (jb.slot_a/b) */
 			   *d_jslot_b;
 	size_t		jslot_cap;		/* bytes of each */
@@ -239,6 +246,18 @@ begin_batch(EytzGpuIndex *h, uint64_t nq, char *errbuf, size_t errlen)
 	}
 	return ck(cudaSetDevice(h->device), "cudaSetDevice", errbuf, errlen);
 }
+
+/*
+ * Small join batches (eytzgpu_joinsmall.cu): whether a batch goes that way,
+ * submit it (the set's small fields), its answer's counts, payloads and
+ * rows once waited for, its inputs (for the pipeline where the answer did
+ * not fit)
+ */
+extern bool join_small_fits(const EytzGpuIndex *h, bool ranges, uint64_t nq, uint32_t flags);
+extern int	join_small_submit(EytzGpuIndex *h, EytzJoinSet *js, const uint64_t *lo, const uint32_t *rows,
+							  uint64_t nq, uint64_t max_matches, uint32_t flags, char *errbuf, size_t errlen);
+extern const eytzk::JoinStat *join_small_answer(const EytzJoinSet *js, uint64_t **pays, uint32_t **rows);
+extern void join_small_inputs(const EytzJoinSet *js, const uint64_t **lo, const uint32_t **rows);
 
 /* Device query buffers of the handle for nq queries (and the sort buffers when need_sort) */
 extern int	ensure_queries(EytzGpuIndex *h, uint64_t nq, bool need_sort, char *errbuf, size_t errlen);

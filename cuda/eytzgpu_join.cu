@@ -15,7 +15,9 @@
  *	  sort items, sort by (payload, row), split;
  *	- other point batches on unique keys: a point fast path or the point
  *	  kernels give one result per query, made into sort items;
- *	- ranges and duplicate keys: count, scan, the prefix, fill, sort items.
+ *	- ranges and duplicate keys: count, scan, the prefix, fill, sort items;
+ *	- small point batches without columns: all of it in one launch
+ *	  (eytzgpu_joinsmall.cu).
  */
 #include <signal.h>
 #include <string.h>
@@ -714,6 +716,17 @@ eytzgpu_lookup_join_inputs(EytzGpuIndex *h, uint64_t nq, uint64_t **lo, uint64_t
 	return EYTZGPU_OK;
 }
 
+/* After a failed submit: let whatever was queued finish before the buffers are touched again (walks too) */
+static void
+settle(EytzGpuIndex *h)
+{
+	(void) cudaStreamSynchronize(h->st);
+	(void) cudaStreamSynchronize(h->st_walk);
+	for (int t = 0; t < EYTZ_STAGE_THREADS; t++)
+		(void) cudaStreamSynchronize(h->st_stage[t]);
+	(void) cudaGetLastError();
+}
+
 extern "C" int
 eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *hi, const uint32_t *rows,
 						   uint64_t nq, uint64_t max_matches, uint32_t flags, char *errbuf, size_t errlen)
@@ -748,17 +761,17 @@ eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *
 	js->t0 = t0;
 	js->nq = nq;
 	js->mask = h->col_mask;
-	rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags,
-											errbuf, errlen)
-		: submit_impl<uint64_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags, errbuf, errlen);
+	js->small = false;
+	if (join_small_fits(h, hi != NULL, nq, flags))
+		rc = join_small_submit(h, js, lo, rows, nq, max_matches, flags, errbuf, errlen);
+	else
+		rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags,
+												errbuf, errlen)
+			: submit_impl<uint64_t>(h, js, in_place ? NULL : &src, hi != NULL, nq, max_matches, flags, errbuf,
+									errlen);
 	if (rc != EYTZGPU_OK)
 	{
-		/* let whatever was queued finish before the buffers are touched again (walks too) */
-		(void) cudaStreamSynchronize(h->st);
-		(void) cudaStreamSynchronize(h->st_walk);
-		for (int t = 0; t < EYTZ_STAGE_THREADS; t++)
-			(void) cudaStreamSynchronize(h->st_stage[t]);
-		(void) cudaGetLastError();
+		settle(h);
 		return rc;
 	}
 	js->pending = true;
@@ -774,6 +787,9 @@ eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, 
 				t_k1 = 0,
 				t_k2 = 0,
 				t_out = 0;
+	const JoinStat *stat;
+	uint64_t   *pays = NULL;
+	uint32_t   *prows = NULL;
 	int			rc;
 
 	if (!h || !(h->sets[0].pending || h->sets[1].pending))
@@ -786,19 +802,44 @@ eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, 
 	if ((rc = eytzapi::ck(cudaSetDevice(h->device), "cudaSetDevice", errbuf, errlen)) != EYTZGPU_OK)
 		return rc;
 	CK(cudaEventSynchronize(js->ev[5]));
+	stat = js->small ? join_small_answer(js, &pays, &prows) : js->h_stat;
+	if (js->small && stat->small_over)
+	{
+		/*
+		 * The prefix held more matches than the small path sorts: the
+		 * pipeline, from the inputs in the set's block
+		 */
+		StageSrc	src = {NULL, NULL, NULL};
+
+		join_small_inputs(js, &src.lo, &src.rows);
+
+		js->small = false;
+		if ((rc = ensure_set_inputs(js, js->nq, false, errbuf, errlen)) != EYTZGPU_OK)
+			return rc;
+		rc = h->kw == 4 ? submit_impl<uint32_t>(h, js, &src, false, js->nq, js->max_matches, js->flags, errbuf,
+												errlen)
+			: submit_impl<uint64_t>(h, js, &src, false, js->nq, js->max_matches, js->flags, errbuf, errlen);
+		if (rc != EYTZGPU_OK)
+		{
+			settle(h);
+			return rc;
+		}
+		CK(cudaEventSynchronize(js->ev[5]));
+		stat = js->h_stat;
+	}
 	CK(cudaEventElapsedTime(&t_in, js->ev[0], js->ev[1]));
 	CK(cudaEventElapsedTime(&t_k1, js->ev[1], js->ev[2]));
 	CK(cudaEventElapsedTime(&t_k2, js->ev[3], js->ev[4]));
 	CK(cudaEventElapsedTime(&t_out, js->ev[4], js->ev[5]));
-	if (js->h_stat->rows_unordered)
+	if (stat->rows_unordered)
 	{
 		set_msg(errbuf, errlen, "eytzgpu: join batch with EYTZGPU_ROWS_ASCENDING whose rows do not ascend");
 		return EYTZGPU_EINVAL;
 	}
 	if (res)
 	{
-		res->payloads = js->h_pay;
-		res->rows = js->h_row;
+		res->payloads = js->small ? pays : js->h_pay;
+		res->rows = js->small ? prows : js->h_row;
 		for (int c = 0; c < EYTZGPU_MAX_COLUMNS; c++)
 		{
 			bool		on = (js->mask & (1u << c)) && js->h_cols;
@@ -806,8 +847,8 @@ eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, 
 			res->columns[c] = on ? js->h_cols + js->val_off[c] : NULL;
 			res->column_nulls[c] = on ? js->h_cols + js->null_off[c] : NULL;
 		}
-		res->nmatch = js->h_stat->nmatch;
-		res->nq_done = js->h_stat->nq_done;
+		res->nmatch = stat->nmatch;
+		res->nq_done = stat->nq_done;
 		res->strategy = js->strategy;
 		res->point_mode = js->point_mode;
 		res->kernel_ms = t_k1 + t_k2;

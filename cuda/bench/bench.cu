@@ -11,7 +11,7 @@
  * on stdout and in the file given by --csv, and a summary at the end.
  *
  *   eytz_bench [--csv FILE] [--quick] [--api-sizes L1,L2,...] [sections...]
- *   sections: build lookup zipf sorted range dups u64 xfer (default: all), fast api (only when named)
+ *   sections: build lookup zipf sorted range dups u64 xfer (default: all), fast api small (only when named)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1395,6 +1395,107 @@ bench_api(const std::vector<int> &sizes)
 	cudaFree(xd);
 }
 
+/*
+ * Section "small": a join batch's round trip through the C API at the sizes
+ * a LIMIT's first batch, a rescan or a service request has (1 to 10,000
+ * keys): the wall time of eytzgpu_lookup_join (submit to wait, as the
+ * library clocks it) and its kernel and transfer times, medians of many
+ * calls, on indexes of 2^20 and 2^24 32-bit keys, unique and each key twice
+ * (the CSR pipeline).  "auto" is the library's choice (one launch for
+ * batches of up to EYTZ_JOIN_SMALL points); "pipeline" names a strategy
+ * (EKS single, no reordering, pinned top levels), which keeps the chain of
+ * launches: the two side by side in one run.  Rows ascend, as an outer
+ * batch's do.
+ */
+static void
+bench_small(void)
+{
+	const int	calls = quick ? 50 : 400;
+	char		err[256];
+
+	for (int log2n : {20, 24})
+		for (int dup = 0; dup < 2; dup++)
+		{
+			uint64_t	n = (uint64_t) 1 << log2n;
+			std::vector<uint32_t> keys(n);
+			std::vector<uint64_t> pays(n);
+			EytzGpuIndex *h = NULL;
+
+			/* sorted input: key i (or i / 2), spread over int4 by a bijection of the rank */
+			for (uint64_t i = 0; i < n; i++)
+			{
+				keys[i] = (uint32_t) ((dup ? i / 2 : i) * 2654435761u);
+				pays[i] = eytz_pack_tid((uint32_t) (i / 200 + 1), (uint16_t) (i % 200 + 1));
+			}
+			if (eytzgpu_build(0, keys.data(), pays.data(), n, 4, 9, 0, NULL, NULL, &h, NULL, err, sizeof(err)) !=
+				EYTZGPU_OK)
+			{
+				fprintf(stderr, "small: build failed: %s\n", err);
+				exit(1);
+			}
+			for (uint64_t nq : {1ull, 10ull, 100ull, 1000ull, 2000ull, 4000ull, 10000ull})
+			{
+				std::vector<uint64_t> lo(nq);
+				std::vector<uint32_t> rows(nq);
+
+				for (uint64_t i = 0; i < nq; i++)
+				{
+					uint64_t	r = (i * 0x9E3779B97F4A7C15ull + nq) % (n + n / 16);	/* ~6% misses */
+
+					lo[i] = r < n ? keys[r] : (uint32_t) (r * 2654435761u + 1);
+					rows[i] = (uint32_t) (i * 3);
+				}
+				for (int mode = 0; mode < 2; mode++)
+				{
+					uint32_t	flags = EYTZGPU_ROWS_ASCENDING |
+						(mode ? EYTZGPU_STRAT_SINGLE | EYTZGPU_REORDER_NONE | EYTZGPU_PIN_ON : 0);
+					std::vector<double> wall,
+								kern,
+								xfer;
+					uint64_t	pairs = 0;
+					char		variant[64];
+
+					for (int c = 0; c <= calls; c++)
+					{
+						EytzGpuJoinResult res;
+
+						if (eytzgpu_lookup_join(h, lo.data(), NULL, rows.data(), nq, UINT64_MAX, flags, &res, err,
+												sizeof(err)) != EYTZGPU_OK)
+						{
+							fprintf(stderr, "small: join failed: %s\n", err);
+							exit(1);
+						}
+						if (c == 0)
+						{
+							pairs = res.nmatch;
+							continue;	/* warm-up: buffers grow */
+						}
+						if (res.nmatch != pairs)
+						{
+							fprintf(stderr, "CHECK FAILED: small: %llu pairs, then %llu\n",
+									(unsigned long long) pairs, (unsigned long long) res.nmatch);
+							exit(1);
+						}
+						wall.push_back(res.total_ms);
+						kern.push_back(res.kernel_ms);
+						xfer.push_back(res.transfer_ms);
+					}
+					std::sort(wall.begin(), wall.end());
+					std::sort(kern.begin(), kern.end());
+					std::sort(xfer.begin(), xfer.end());
+					snprintf(variant, sizeof(variant), "%s_%s_wall", mode ? "pipeline" : "auto", dup ? "dups" : "unique");
+					emit("small", 32, log2n, variant, (double) nq, wall[wall.size() / 2],
+						 wall[wall.size() / 2] * 1e6 / nq, (double) pairs);
+					snprintf(variant, sizeof(variant), "%s_%s_kernel", mode ? "pipeline" : "auto", dup ? "dups" : "unique");
+					emit("small", 32, log2n, variant, (double) nq, kern[kern.size() / 2], 0, (double) pairs);
+					snprintf(variant, sizeof(variant), "%s_%s_transfer", mode ? "pipeline" : "auto", dup ? "dups" : "unique");
+					emit("small", 32, log2n, variant, (double) nq, xfer[xfer.size() / 2], 0, (double) pairs);
+				}
+			}
+			eytzgpu_free(h);
+		}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1461,6 +1562,8 @@ main(int argc, char **argv)
 	if (!secs.empty() && on(secs, "api"))
 		bench_api(!api_sizes.empty() ? api_sizes
 				  : quick ? std::vector<int>{15, 20} : std::vector<int>{15, 21, 24, 28});
+	if (!secs.empty() && on(secs, "small"))
+		bench_small();
 	if (on(secs, "dups"))
 		bench_dups<uint32_t>(quick ? 22 : 26);
 	if (on(secs, "u64"))

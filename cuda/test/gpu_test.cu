@@ -922,19 +922,24 @@ static const uint32_t join_flags[] = {
  * Join batches on one handle: points and ranges, every flag set, bounds
  * that split the batch (no bound, a random one, 0), the walk of a whole
  * batch in prefixes as a caller does it, poisoned device buffers; with cs a
- * random mask of its included columns for each batch.
+ * random mask of its included columns for each batch.  Point batches of
+ * up to EYTZ_JOIN_SMALL queries (one launch where the flags choose nothing;
+ * with duplicates their matches often outnumber what it sorts, and the
+ * pipeline answers) and of more (the pipeline).
  */
 static void
 test_join(const Data &d, EytzGpuIndex *h, bool unique, const char *what, bool quick, ColSpec *cs)
 {
 	char		err[256];
 
-	for (int ranges = 0; ranges < 2; ranges++)
+	for (int pass = 0; pass < 3; pass++)
 	{
+		int			ranges = pass == 1;
 		std::vector<uint64_t> lo,
 					hi;
 		std::vector<uint32_t> rows;
-		uint64_t	nq = quick ? 300 : 500 + rnd() % 1500;
+		uint64_t	nq = pass == 2 ? EYTZ_JOIN_SMALL + 1 + rnd() % (quick ? 100 : 2000)
+			: quick ? 300 : 500 + rnd() % 1500;
 		uint64_t	matches = 0;
 		Pairs		ref;
 

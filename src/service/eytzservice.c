@@ -3,12 +3,11 @@
  *		The eytzgpu service's GUCs, shared memory and registration, and the
  *		backend's side of it (interface: eytzservice.h).
  *
- * The worker itself is eytzservicemain.c (its copies eytzservicecopies.c),
- * the SQL functions that report the service eytzservicestatus.c.  Backends never touch CUDA when
- * the service owns the GPU: they read the pages of the generation they
- * pinned (their snapshot keeps them intact, eytzpage.c) and stream them to
- * the worker once; afterwards a fresh backend pins the resident copy with
- * one look at shared memory.  A backend waits on its latch, wakes for
+ * The worker is eytzservicemain.c (copies: eytzservicecopies.c, SQL
+ * functions: eytzservicestatus.c).  Backends never touch CUDA when the
+ * service owns the GPU: they stream the pages of the generation they pinned
+ * (eytzpage.c) to the worker once; a fresh backend then pins the resident
+ * copy with one look at shared memory.  A backend waits on its latch, wakes for
  * interrupts (a cancel frees its slot through the lookup seam's memory
  * context callback) and gives up, so that the seam continues on the CPU,
  * as soon as the worker's incarnation is not the one it started with.
@@ -75,6 +74,7 @@ struct EytzServiceView
 	bool		posted_alive;	/* the worker was there to take it */
 	uint32		posted_q;		/* its queries in the window */
 	TimestampTz posted_at;
+	int64		last_us;		/* the last request's time in the service (post to answer) */
 };
 
 static const struct config_enum_entry service_device_options[] = {
@@ -469,13 +469,9 @@ svc_post(EytzServiceView *v)
 	return alive;
 }
 
-/*
- * Look at slot s without the lock for up to EYTZ_SVC_SPIN_US while the worker
- * works on its request: a small request's answer comes sooner than a
- * sleep on the latch would end (svc_wait then takes it under the lock)
- */
+/* Look at slot s without the lock while the worker answers (for how long: EYTZ_SVC_SPIN_US) */
 static void
-svc_spin_for_answer(EytzSvcSlot *s)
+svc_spin_for_answer(EytzServiceView *v, EytzSvcSlot *s)
 {
 	volatile EytzSvcSlot *vs = s;
 	TimestampTz until = 0;
@@ -492,7 +488,8 @@ svc_spin_for_answer(EytzSvcSlot *s)
 			TimestampTz now = GetCurrentTimestamp();
 
 			if (until == 0)
-				until = now + EYTZ_SVC_SPIN_US;
+				until = Min(Max(now + EYTZ_SVC_SPIN_US, v->posted_at + v->last_us * 3 / 2),
+							now + EYTZ_SVC_SPIN_MAX_US);
 			else if (now >= until)
 				return;
 		}
@@ -512,7 +509,7 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 	EytzSvcSlot *s = v->slot >= 0 ? &eytz_svc->slots[v->slot] : NULL;
 
 	if (alive && s)
-		svc_spin_for_answer(s);
+		svc_spin_for_answer(v, s);
 	while (alive)
 	{
 		EytzSvcSlotState state;
@@ -534,6 +531,7 @@ svc_wait(EytzServiceView *v, bool alive, char **why)
 		{
 			/* the worker is done with the slot: it is ours again */
 			s->state = SLOT_IDLE;
+			v->last_us = Max(s->answered_at - v->posted_at, 0);
 			LWLockRelease(eytz_svc->lock);
 			if (s->status == ST_FAILED)
 				*why = pstrdup(s->why);

@@ -132,11 +132,17 @@ extern void eytz_service_release(EytzServiceView *v);
 #include "eytzcompat.h"
 
 /*
- * How long a backend looks for its answer, and the worker for a next
- * request, without the lock before sleeping on its latch (a wakeup through
- * the latch takes longer than a small request)
+ * How long a backend looks for its answer without the lock before sleeping
+ * on its latch (a wakeup through the latch takes longer than a small
+ * request): at least EYTZ_SVC_SPIN_US, and until its last request's time
+ * and half again has passed since it posted, at most EYTZ_SVC_SPIN_MAX_US.
+ * The worker looks for a next request for EYTZ_SVC_IDLE_SPIN_US after its
+ * last answer: a join's next batch comes after the backend fetched the
+ * last one's rows, and a sleeping worker adds a wakeup to its round trip.
  */
 #define EYTZ_SVC_SPIN_US 50
+#define EYTZ_SVC_SPIN_MAX_US 1000
+#define EYTZ_SVC_IDLE_SPIN_US 500
 
 /*
  * One turn of such a wait, the i-th: after a few, the CPU is offered to
@@ -271,6 +277,7 @@ typedef struct EytzSvcSlot
 	uint64		serial;			/* bumped at every claim */
 	uint64		seq;			/* submission order */
 	TimestampTz posted_at;		/* of the request submitted */
+	TimestampTz answered_at;	/* when the worker finished it (SLOT_DONE) */
 	EytzSvcKey	key;
 	int			resident;		/* the copy it pins, or -1 */
 

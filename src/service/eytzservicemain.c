@@ -174,6 +174,7 @@ finish(int i, EytzSvcStatus status)
 		free_slot(s);
 	else
 	{
+		s->answered_at = GetCurrentTimestamp();
 		s->state = SLOT_DONE;
 		owner = s->owner_procno;
 	}
@@ -239,7 +240,7 @@ take_requests(int *taken, int max, bool *loads_to_drop)
 
 /*
  * Is a request submitted?  A look without the lock, while the worker
- * spins for EYTZ_SVC_SPIN_US before it sleeps on its latch.
+ * spins for EYTZ_SVC_IDLE_SPIN_US before it sleeps on its latch.
  */
 static bool
 request_waiting(void)
@@ -424,11 +425,11 @@ eytz_service_main(Datum arg)
 			if (n == 0)
 			{
 				/*
-				 * Before sleeping, look for a next request for EYTZ_SVC_SPIN_US:
-				 * a join's next batch often comes that soon, and a wakeup
-				 * through the latch costs more
+				 * Before sleeping, look for a next request for a while
+				 * (EYTZ_SVC_IDLE_SPIN_US): a join's next batch often comes
+				 * that soon, and a wakeup through the latch costs more
 				 */
-				spin_until = GetCurrentTimestamp() + EYTZ_SVC_SPIN_US;
+				spin_until = GetCurrentTimestamp() + EYTZ_SVC_IDLE_SPIN_US;
 				for (spins = 0; !request_waiting() && GetCurrentTimestamp() < spin_until; spins++)
 					eytz_svc_spin_turn(spins);
 				if (!request_waiting())
