@@ -13,6 +13,7 @@
 #define EYTZGPU_INTERNAL_CUH
 
 #include <stdio.h>
+#include <string.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -47,8 +48,7 @@ struct EytzJoinSet
 	/* a small batch (k_join_small): its inputs, then its answer, in one pinned block (EYTZ_SMALL_BYTES) */
 	unsigned char *h_small;
 	bool		small;			/* this batch went that way */
-	uint64_t	small_cap;		/* pairs its answer holds */
-	uint64_t	max_matches;	/* as submitted (for the pipeline, where the answer did not fit) */
+	uint64_t	max_matches;	/* as submitted (its answer's room; the pipeline's, where it did not fit) */
 	uint32_t	flags;
 };
 
@@ -245,6 +245,28 @@ begin_batch(EytzGpuIndex *h, uint64_t nq, char *errbuf, size_t errlen)
 		return EYTZGPU_EINVAL;
 	}
 	return ck(cudaSetDevice(h->device), "cudaSetDevice", errbuf, errlen);
+}
+
+/*
+ * What eytz_plan asks of a batch of nq queries (points or not) on h; the
+ * caller adds whether its ranges are wide and its staging chunk
+ */
+template <class KT>
+static inline EytzPlanInput
+plan_input(const EytzGpuIndex *h, uint64_t nq, bool point, uint32_t flags)
+{
+	EytzPlanInput in;
+
+	memset(&in, 0, sizeof(in));
+	in.n = h->n;
+	in.key_width = sizeof(KT);
+	in.k = h->k;
+	in.have_ebs_copy = h->d_ebs_keys != NULL;
+	in.points_ok = h->points_ok || (flags & EYTZGPU_UNIQUE);
+	in.point = point;
+	in.nq = nq;
+	in.flags = flags;
+	return in;
 }
 
 /*

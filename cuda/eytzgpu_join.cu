@@ -467,16 +467,9 @@ submit_impl(EytzGpuIndex *h, EytzJoinSet *js, const StageSrc *src, bool ranges, 
 	size_t		cols_bytes = 0;
 	cudaStream_t st = h->st;
 
-	in.n = h->n;
-	in.key_width = sizeof(KT);
-	in.k = h->k;
-	in.have_ebs_copy = h->d_ebs_keys != NULL;
-	in.points_ok = h->points_ok || (flags & EYTZGPU_UNIQUE);
-	in.point = !ranges;
+	in = plan_input<KT>(h, nq, !ranges, flags);
 	in.wide = ranges && eytz_wide_ranges(src ? src->lo : js->h_lo, src ? src->hi : js->h_hi, 8, sizeof(KT), nq,
 										 h->minkey, h->maxkey, h->n);
-	in.nq = nq;
-	in.flags = flags;
 	in.chunk = stage_chunk_queries(nq);
 	plan = eytz_plan(&in);
 	point_mode = in.point && in.points_ok;

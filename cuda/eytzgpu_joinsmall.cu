@@ -20,7 +20,7 @@ namespace eytzapi
 /*
  * A small batch's block (EytzJoinSet.h_small, EytzGpuIndex.d_small): its
  * keys and rows, then its answer: the counts, the payloads and the rows of
- * up to small_cap pairs; one transfer each way
+ * up to min(max_matches, EYTZ_JOIN_SMALL) pairs; one transfer each way
  */
 #define EYTZ_SMALL_IN_BYTES ((size_t) EYTZ_JOIN_SMALL * 12)
 #define EYTZ_SMALL_STAT_BYTES ((size_t) 64)
@@ -56,15 +56,7 @@ submit_small(EytzGpuIndex *h, EytzJoinSet *js, const uint64_t *lo, const uint32_
 	uint64_t	cap = std::min<uint64_t>(max_matches, EYTZ_JOIN_SMALL);
 	unsigned char *d_out;
 
-	memset(&in, 0, sizeof(in));
-	in.n = h->n;
-	in.key_width = sizeof(KT);
-	in.k = h->k;
-	in.have_ebs_copy = h->d_ebs_keys != NULL;
-	in.points_ok = h->points_ok || (flags & EYTZGPU_UNIQUE);
-	in.point = true;
-	in.nq = nq;
-	in.flags = flags;
+	in = plan_input<KT>(h, nq, true, flags);
 	in.chunk = nq;
 	plan = eytz_plan(&in);
 	if ((rc = ensure_queries(h, nq, false, errbuf, errlen)) != EYTZGPU_OK)
@@ -78,7 +70,6 @@ submit_small(EytzGpuIndex *h, EytzJoinSet *js, const uint64_t *lo, const uint32_
 	memcpy(js->h_small, lo, nq * 8);
 	memcpy(js->h_small + nq * 8, rows, nq * 4);
 	js->small = true;
-	js->small_cap = cap;
 	js->max_matches = max_matches;
 	js->flags = flags;
 	js->strategy = plan.strat | plan.reord | plan.pin;
@@ -118,7 +109,7 @@ join_small_answer(const EytzJoinSet *js, uint64_t **pays, uint32_t **rows)
 	unsigned char *out = js->h_small + EYTZ_SMALL_IN_BYTES;
 
 	*pays = (uint64_t *) (out + EYTZ_SMALL_STAT_BYTES);
-	*rows = (uint32_t *) (out + EYTZ_SMALL_STAT_BYTES + js->small_cap * 8);
+	*rows = (uint32_t *) (out + EYTZ_SMALL_STAT_BYTES + std::min<uint64_t>(js->max_matches, EYTZ_JOIN_SMALL) * 8);
 	return (const JoinStat *) out;
 }
 

@@ -101,16 +101,8 @@ lookup_impl(EytzGpuIndex *h, const KT *lo, const KT *hi, uint64_t nq, uint32_t f
 	struct timespec t0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	in.n = h->n;
-	in.key_width = sizeof(KT);
-	in.k = h->k;
-	in.have_ebs_copy = h->d_ebs_keys != NULL;
-	in.points_ok = h->points_ok || (flags & EYTZGPU_UNIQUE);
-	in.point = hi == NULL;
+	in = plan_input<KT>(h, nq, hi == NULL, flags);
 	in.wide = eytz_wide_ranges(lo, hi, sizeof(KT), sizeof(KT), nq, h->minkey, h->maxkey, h->n);
-	in.nq = nq;
-	in.flags = flags;
-	in.chunk = 0;
 	plan = eytz_plan(&in);
 	ix = plan_idx<KT>(h, plan.on_copy);
 	cfg = plan_cfg(plan);
