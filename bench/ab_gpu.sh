@@ -12,6 +12,8 @@
 # (the rounds of a restart spread by 25-60% on a shared host); DEVICES (gpu) the eytzgpu.device values to
 # run (cpu: the backend's CPU image); the summary adds the median of the pairs' after / before and each
 # build's fastest run.  PIN_BACKEND=CPUS: each session's backend bound to those CPUs (taskset).
+# OWN=1 INTERLEAVE=K: a session of each build open at once, their K joins alternated one by one on one
+# CPU (see interleaved() below): the median of the pairs' after / before.
 #   DIR holds before.so, after.so (eytzgpu.so of each, built with CUDA) and before.bench, after.bench
 #   (cuda/bench/eytz_bench of each), each also as NAME.xz:
 #   source .gpu/pgenv.sh; DIR=.gpu/ab [SKIP_KERNELS=1] [ROUNDS=5] [PIN="taskset -c 0-7"] [HUGE=1] [RUNS=5] bash bench/ab_gpu.sh
@@ -79,7 +81,44 @@ session() {
 }
 # installs build f's library for the next backend (a rename: a backend loading it meanwhile sees a whole file)
 install_so() { cp /tmp/$1.so $($PG_CONFIG --pkglibdir)/eytzgpu.so.new && mv $($PG_CONFIG --pkglibdir)/eytzgpu.so.new $($PG_CONFIG --pkglibdir)/eytzgpu.so; }
-if [ "${OWN:-0}" = 1 ]; then
+# INTERLEAVE=K (with OWN=1): per device and set, one session of each build open at once (each loads its
+# library and copy in its first join), then K joins in each, alternating run by run (before, after, then
+# after, before), both backends bound to the one CPU PIN_BACKEND (default 4) with their threads: a pair's
+# two runs meet the same core and the same moment of the host.  The summary: the median of the pairs'
+# after / before and its quartiles.
+interleaved() {
+    local set=$1 dev=$2 k=$3 f i pair n
+    IL_TAG=${set}_$dev
+    local Q="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off; SET eytzgpu.device = $dev;"
+    local J="SELECT count(*), sum(i.v) FROM outer_$set o JOIN inner_$set i ON i.k = o.k;"
+    n=0
+    for f in before after; do
+        install_so $f; rm -f /tmp/ab_$f.in; mkfifo /tmp/ab_$f.in
+        psql -X < /tmp/ab_$f.in > $OUT/il_${f}_${set}_${dev}.txt 2>&1 &
+        n=$((n + 1)); eval "exec $((6 + n))>/tmp/ab_$f.in"
+        send $f "$Q"; send $f 'SELECT pg_backend_pid() AS pid \gset'; send $f '\setenv BPID :pid'
+        send $f "\\! taskset -acp ${PIN_BACKEND:-4} \$BPID > /dev/null"
+        send $f "$J"; send $f '\timing on'; wait_mark $f 0
+    done
+    for i in $(seq 1 $k); do
+        pair="before after"; [ $((i % 2)) = 0 ] && pair="after before"
+        for f in $pair; do send $f "$J"; wait_mark $f $i; done
+    done
+    exec 7>&- 8>&-; wait
+    paste <(grep -oE '^Time: [0-9.]+' $OUT/il_before_${set}_${dev}.txt | awk '{print $2}') \
+          <(grep -oE '^Time: [0-9.]+' $OUT/il_after_${set}_${dev}.txt | awk '{print $2}') > $OUT/il_${set}_${dev}.tsv
+    awk -v set=$set -v dev=$dev '{ r[NR] = $2 / $1; b[NR] = $1; a[NR] = $2 }
+        function sorted(x, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t } }
+        function q(x, n, p) { return x[int((n - 1) * p) + 1] }
+        END { n = NR; sorted(r, n); sorted(b, n); sorted(a, n)
+            printf "interleaved %s %s: %d pairs, after / before median %.3f (quartiles %.3f-%.3f); before median %.1f ms (fastest %.1f), after %.1f (fastest %.1f)\n",
+                set, dev, n, q(r, n, 0.5), q(r, n, 0.25), q(r, n, 0.75), q(b, n, 0.5), b[1], q(a, n, 0.5), a[1] }' $OUT/il_${set}_${dev}.tsv
+}
+send() { local fd=7; [ $1 = after ] && fd=8; printf '%s\n' "$2" >&$fd; }
+wait_mark() { send $1 "\\echo MARK_$2"; until grep -q "^MARK_$2\$" $OUT/il_${1}_$IL_TAG.txt 2>/dev/null; do sleep 0.02; done; }
+if [ "${OWN:-0}" = 1 ] && [ -n "${INTERLEAVE:-}" ]; then
+  for dev in ${DEVICES:-gpu}; do for set in r t; do interleaved $set $dev $INTERLEAVE; done; done
+elif [ "${OWN:-0}" = 1 ]; then
   # pairs in alternating order (before first, then after first) so that a drift favours neither
   for r in $(seq 1 ${SESSIONS:-8}); do
     order="before after"; [ $((r % 2)) = 0 ] && order="after before"

@@ -44,7 +44,9 @@ pg_start "$SERVER" >>"$OUT/server.txt" 2>&1 || exit 1
 export PGOPTIONS="-c statement_timeout=150s"
 if [ "${SKIP_REGRESS:-0}" != 1 ]; then
 	echo "== pg_regress with eytzgpu.device = gpu"
-	PGOPTIONS="$PGOPTIONS -c eytzgpu.device=gpu" timeout 240 make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck TAP_TESTS= NO_CUDA=1 >"$OUT/regress.log" 2>&1
+	# REGRESS_TESTS: a part of the suite (names of test/sql files)
+	PGOPTIONS="$PGOPTIONS -c eytzgpu.device=gpu" timeout "${REGRESS_TIMEOUT:-400}" make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck TAP_TESTS= NO_CUDA=1 \
+		${REGRESS_TESTS:+REGRESS="$REGRESS_TESTS"} >"$OUT/regress.log" 2>&1
 	tail -8 "$OUT/regress.log"
 	[ -f regression.diffs ] && cp regression.diffs "$OUT/"
 fi

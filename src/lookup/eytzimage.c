@@ -44,6 +44,13 @@ static const struct config_enum_entry cpu_view_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry search_prefetch_options[] = {
+	{"auto", EYTZ_SEARCH_PREFETCH_AUTO, false},
+	{"on", EYTZ_SEARCH_PREFETCH_ON, false},
+	{"off", EYTZ_SEARCH_PREFETCH_OFF, false},
+	{NULL, 0, false}
+};
+
 /*
  * A pinned view holds at most this share of shared_buffers: the rest stays
  * for the heap and for other scans (pins of one index's pages by several
@@ -65,6 +72,12 @@ eytz_image_init(void)
 							 "of shared_buffers and no image is cached, else the backend's image; "
 							 "image: always the image; pinned: the pinned pages wherever they fit.",
 							 &eytz_cpu_view, EYTZ_CPU_VIEW_AUTO, cpu_view_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("eytzgpu.search_prefetch",
+							 "Whether the batched CPU search descends the paths of its next queries ahead.",
+							 "auto: where a batch has fewer keys than one in 32 entries and the index's "
+							 "keys take more than twice the CPU's largest cache; on: always; off: never.",
+							 &eytz_search_prefetch, EYTZ_SEARCH_PREFETCH_AUTO, search_prefetch_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	eytz_shared_images_init();
 }

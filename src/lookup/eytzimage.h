@@ -17,6 +17,19 @@
 /* GUC: eytzgpu.image_cache_limit (MB) */
 extern int	eytz_image_cache_limit_mb;
 
+/*
+ * GUC eytzgpu.search_prefetch: whether the batched CPU search descends each
+ * group of queries' paths ahead of its walk (eytzimagesearch.c): auto where
+ * the batch is sparse and the keys overflow the cache, on / off always
+ */
+typedef enum EytzSearchPrefetch
+{
+	EYTZ_SEARCH_PREFETCH_AUTO,
+	EYTZ_SEARCH_PREFETCH_ON,
+	EYTZ_SEARCH_PREFETCH_OFF
+} EytzSearchPrefetch;
+extern int	eytz_search_prefetch;
+
 /* Defines the GUC above */
 extern void eytz_image_init(void);
 

@@ -24,12 +24,15 @@
  * bound by its work, not by the latency of its chain of loads;
  * bench/join_results.md, "Design measurements").  What the walk avoids
  * instead is branches on the way a search goes, a coin toss at every
- * level.
+ * level.  Where a batch is sparse and the keys overflow the cache, such
+ * group descents run a group ahead of the walk, as its prefetcher only
+ * (EYTZ_WARM_GROUP below).
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/fd.h"
 #include "utils/rel.h"
 
 #include "eytzimage.h"
@@ -43,6 +46,64 @@
 #define EYTZ_STREAM_AHEAD 64
 /* how far ahead the TID resolution prefetches */
 #define EYTZ_RESOLVE_AHEAD 16
+/*
+ * A sparse batch (fewer queries than one in EYTZ_WARM_SPARSE entries) shares
+ * only the top of its neighbours' paths, and where the keys are too large
+ * for the cache (twice the last-level cache) the walk waits at each new node
+ * below for a miss it could not see coming.  The next EYTZ_WARM_GROUP
+ * queries' paths are then descended a group ahead, all of them a level at a
+ * time, each node prefetched a group's worth of work before it is read, so
+ * that the walk finds them cached.  Where the keys fit in the cache that
+ * descent is work for nothing (bench/am_results.md, "warm-ahead").
+ */
+#define EYTZ_WARM_GROUP 32
+#define EYTZ_WARM_SPARSE 32
+
+int			eytz_search_prefetch = EYTZ_SEARCH_PREFETCH_AUTO;
+
+/* The largest CPU cache as Linux lists it (32 MB where it cannot be read) */
+static uint64
+last_level_cache_bytes(void)
+{
+	static uint64 bytes = 0;
+	int			i;
+
+	if (bytes > 0)
+		return bytes;
+	for (i = 0; i < 8; i++)
+	{
+		char		path[MAXPGPATH];
+		char		size[32];
+		FILE	   *f;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+		f = AllocateFile(path, "r");
+		if (f == NULL)
+			break;
+		if (fgets(size, sizeof(size), f) != NULL)
+		{
+			char	   *end;
+			uint64		v = strtoull(size, &end, 10);
+
+			v <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+			bytes = Max(bytes, v);
+		}
+		FreeFile(f);
+	}
+	if (bytes == 0)
+		bytes = UINT64CONST(32) << 20;
+	return bytes;
+}
+
+/* eytzgpu.search_prefetch: whether a search of nq queries warms ahead */
+static bool
+warm_ahead(const EytzLayoutImage *img, uint32 nq, Size key_width)
+{
+	if (eytz_search_prefetch != EYTZ_SEARCH_PREFETCH_AUTO)
+		return eytz_search_prefetch == EYTZ_SEARCH_PREFETCH_ON;
+	return (uint64) nq * EYTZ_WARM_SPARSE < img->meta.nentries &&
+		img->meta.nentries * key_width > 2 * last_level_cache_bytes();
+}
 
 /*
  * The asked-for included values of slot into stage position pos, with the
@@ -144,19 +205,6 @@ typedef struct LevelStep
 #define NO_SLOT PG_UINT64_MAX
 
 /*
- * The per-level range scan of queries qlo/qhi/qrow[0..nq) (ascending low
- * keys) for one key width: appends (layout position, row) to out[*n..limit)
- * for whole queries, and returns how many queries were answered (their
- * matches fit); with mkeys (else NULL), each match's key at its position,
- * read here rather than again at random after the search.  A query starts below the levels it shares with the one
- * before (see LevelStep): with sorted batches most queries compare keys at
- * the last few levels only, and each level is read from left to
- * right, so the slots ahead of a new node are prefetched for the next
- * queries.  No node is checked here: every node of the image ascended
- * within the bounds its path sets when the image was loaded
- * (eytz_region_load; a worker's image is its leader's).
- */
-/*
  * The keys from slot pos on: in the image's flat array, or on the pinned
  * view's key page (a page holds whole nodes: a node's keys are on one page).
  * Uses the search's locals keys, kp (the pages) and kpp (keys per page).
@@ -168,6 +216,19 @@ typedef struct LevelStep
 #define KEYS_PER_PAGE(width, k) \
 	((uint64) (EYTZ_PAGE_CAPACITY / (width) - (EYTZ_PAGE_CAPACITY / (width)) % ((k) - 1)))
 
+/*
+ * The per-level range scan of queries qlo/qhi/qrow[0..nq) (ascending low
+ * keys) for one key width: appends (layout position, row) to out[*n..limit)
+ * for whole queries, and returns how many queries were answered (their
+ * matches fit); with mkeys (else NULL), each match's key at its position,
+ * read here rather than again at random after the search.  A query starts
+ * below the levels it shares with the one before (see LevelStep): with
+ * sorted batches most queries compare keys at the last few levels only, and
+ * each level is read from left to right, so the slots ahead of a new node
+ * are prefetched for the next queries.  No node is checked here: every node
+ * of the image ascended within the bounds its path sets when the image was
+ * loaded (eytz_region_load; a worker's image is its leader's).
+ */
 #define DEFINE_SORTED_SEARCH(NAME, KT, FANOUT, PAGED, KPP) \
 /* The matches of row at one level from slot pos on; false when out is full */ \
 static inline bool \
@@ -188,6 +249,56 @@ NAME##_level(const KT *keys, const char *const *kp, uint64 kpp, uint64 pos, \
 	return true; \
 } \
 \
+/* \
+ * Prefetches the nodes on the paths of the ng queries with low keys lo[], \
+ * descending all of them a level at a time (only the cache sees the result: \
+ * a path stops at the partial node at the end of a level) \
+ */ \
+static inline void \
+NAME##_warm(const KT *keys, const char *const *kp, uint64 kpp, const uint64 *level_end, \
+			uint32 levels, uint32 k, const uint64 *lo, uint32 ng) \
+{ \
+	uint64		s[EYTZ_WARM_GROUP]; \
+	uint32		i, \
+				l; \
+\
+	for (i = 0; i < ng; i++) \
+		s[i] = 0; \
+	for (l = 0; l < levels; l++) \
+	{ \
+		uint64		end = level_end[l]; \
+\
+		for (i = 0; i < ng; i++) \
+		{ \
+			const KT   *nk; \
+			uint32		c, \
+						j = 0; \
+\
+			if (s[i] == NO_SLOT || s[i] + k - 1 > end) \
+			{ \
+				s[i] = NO_SLOT; \
+				continue; \
+			} \
+			nk = SLOT_KEYS(KT, PAGED, s[i]); \
+			_Pragma("GCC unroll 16") \
+			for (c = 0; c < k - 1; c++) \
+				j += nk[c] < lo[i]; \
+			s[i] = eytz_child(s[i], j, k); \
+			if (l + 1 < levels && s[i] + k - 1 <= level_end[l + 1]) \
+			{ \
+				const char *first = (const char *) SLOT_KEYS(KT, PAGED, s[i]); \
+				const char *last = (const char *) SLOT_KEYS(KT, PAGED, s[i] + k - 2); \
+\
+				__builtin_prefetch(first); \
+				if (((uintptr_t) first ^ (uintptr_t) last) >= PG_CACHE_LINE_SIZE) \
+					__builtin_prefetch(last); \
+			} \
+		} \
+	} \
+	/* prefetches alone leave a function pure to GCC, which drops the calls */ \
+	pg_compiler_barrier(); \
+} \
+\
 static uint32 \
 NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *packed, uint64 base, \
@@ -204,6 +315,7 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 	uint32		q; \
 	uint64		prev_lo = 0; \
 	bool		bad = false; \
+	bool		warm = warm_ahead(img, nq, sizeof(KT)); \
 \
 	for (q = 0; q < nq; q++) \
 	{ \
@@ -221,6 +333,25 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 \
 		if ((q & 0x3FFF) == 0x3FFF) \
 			CHECK_FOR_INTERRUPTS(); \
+		/* the first group warmed for itself, then each group for the next */ \
+		if (warm && q % EYTZ_WARM_GROUP == 0) \
+		{ \
+			uint64		wlo[EYTZ_WARM_GROUP]; \
+			uint32		w, \
+						from = q == 0 ? 0 : q + EYTZ_WARM_GROUP, \
+						ng = Min(nq - Min(nq, from), (q == 0 ? 2 : 1) * EYTZ_WARM_GROUP); \
+\
+			for (w = 0; w < ng; w += EYTZ_WARM_GROUP) \
+			{ \
+				uint32		g, \
+							n = Min(ng - w, EYTZ_WARM_GROUP); \
+\
+				for (g = 0; g < n; g++) \
+					wlo[g] = packed ? base + (packed[from + w + g] >> 32) : \
+						order[from + w + g].tid; \
+				NAME##_warm(keys, kp, kpp, level_end, levels, k, wlo, n); \
+			} \
+		} \
 		/* a path is shared only in key order: out of order, from the root */ \
 		if (lo < prev_lo) \
 			depth = 0; \

@@ -281,6 +281,15 @@ SELECT q, NULL FROM unnest(ARRAY[
 SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
 INSERT INTO ac SELECT (random() * 24000)::int4 - 12000 FROM generate_series(1, 3000);
 SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
+-- the batched search's descent of its next queries ahead of its walk
+-- (eytzgpu.search_prefetch; auto takes it for sparse batches into keys that
+-- overflow the CPU's cache) forced on, on both tables
+SET eytzgpu.search_prefetch = on;
+SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
+SELECT name, aa_check(format('k = ANY((SELECT a FROM arrs WHERE name = %L)::int4[])', name), 'k, v',
+					  format('k IN (SELECT unnest(a) FROM arrs WHERE name = %L)', name))
+  FROM arrs ORDER BY name;
+RESET eytzgpu.search_prefetch;
 DROP TABLE ac, ac_q;
 DROP TABLE aa, ab, arrs;
 DROP TABLE many;
