@@ -225,7 +225,8 @@ eytz_join_cost(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
 		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
 	/* each batch's visits of a large heap, or the matches sorted (eytzjoinsorted.c) */
-	run += eytz_heap_order_cost(outer_rows, matches, heap_pages, cost_per_page);
+	run += eytz_heap_order_cost(outer_rows, matches, heap_pages, index_pages,
+								cost_per_page);
 	if (in_workers)
 	{
 		/*

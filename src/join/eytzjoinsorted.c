@@ -113,23 +113,37 @@ eytz_heap_order_init(void)
 {
 	DefineCustomEnumVariable("eytzgpu.join_heap_order",
 							 "Lets the eytzgpu join sort all its batches' heap matches by TID and fetch them in one pass over the inner heap.",
-							 "auto: where the batches would read a heap larger than half of shared_buffers many times over; on: always (tests); off: never (each batch fetches its own matches).",
+							 "auto: where the batches would read a heap that does not fit shared_buffers beside its index many times over; on: always (tests); off: never (each batch fetches its own matches).",
 							 &eytz_join_heap_order, EYTZ_HEAP_ORDER_AUTO, heap_order_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 /*
- * Would "batches" batches over a heap of "pages" pages, "matches" matches
- * in all, visit its pages so often that sorting the matches costs less?
- * Each batch visits about pages * (1 - exp(-batch matches / pages)) of
- * them; a heap that shared buffers keep costs little to visit again.
+ * Does shared_buffers keep a heap of heap_pages pages from one batch to the
+ * next?  Where the heap and the index's pages (a batch reads both) fit it
+ * together, a batch's visits of pages an earlier batch read are buffer
+ * hits; where they do not, each batch's pass in block order pushes out what
+ * the next one needs (the buffer pool's clock sweep keeps nothing of a
+ * cyclic scan larger than itself): every visit is a read.
  */
 static bool
-sorting_pays(double batches, double pages, double matches)
+heap_stays_buffered(double heap_pages, double index_pages)
+{
+	return heap_pages + index_pages <= NBuffers;
+}
+
+/*
+ * Would "batches" batches over a heap of "pages" pages (beside an index of
+ * index_pages), "matches" matches in all, visit its pages so often that
+ * sorting the matches costs less?  Each batch visits about
+ * pages * (1 - exp(-batch matches / pages)) of them.
+ */
+static bool
+sorting_pays(double batches, double pages, double index_pages, double matches)
 {
 	double		per_batch;
 
-	if (pages <= NBuffers / 2 || batches < 2)
+	if (heap_stays_buffered(pages, index_pages) || batches < 2)
 		return false;
 	per_batch = pages * (1.0 - exp(-matches / batches / pages));
 	return (batches - 1) * per_batch * MATCHES_PER_PAGE_VISIT > matches;
@@ -145,7 +159,7 @@ sorting_pays(double batches, double pages, double matches)
  */
 Cost
 eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
-					 Cost cost_per_page)
+					 double index_pages, Cost cost_per_page)
 {
 	double		rows_mem = get_hash_memory_limit() * (1.0 - 1.0 / EYTZ_CHUNK_SHARE);
 	double		cap = Max(1.0, Min((double) eytz_batch_size, rows_mem / 64.0));
@@ -153,12 +167,15 @@ eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
 	double		per_batch = heap_pages * (1.0 - exp(-matches / Max(batches, 1.0) / heap_pages));
 	Cost		sort = matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost);
 
+	Cost		revisits = heap_stays_buffered(heap_pages, index_pages) ? 0 :
+		(batches - 1) * per_batch * cost_per_page;
+
 	if (batches < 2 || eytz_join_heap_order == EYTZ_HEAP_ORDER_OFF)
-		return heap_pages <= NBuffers / 2 ? 0 : (batches - 1) * per_batch * cost_per_page;
-	if (eytz_join_heap_order == EYTZ_HEAP_ORDER_ON || sorting_pays(batches, heap_pages, matches))
+		return revisits;
+	if (eytz_join_heap_order == EYTZ_HEAP_ORDER_ON ||
+		sorting_pays(batches, heap_pages, index_pages, matches))
 		return sort;
-	/* revisits of pages that shared buffers keep: as before, not charged */
-	return heap_pages <= NBuffers / 2 ? 0 : (batches - 1) * per_batch * cost_per_page;
+	return revisits;
 }
 
 /*
@@ -169,6 +186,7 @@ static bool
 heap_order_pays(EytzJoinState *st)
 {
 	double		pages = 0;
+	double		index_pages = 0;
 	double		matches = 0;
 	double		rows_left,
 				batches_left;
@@ -176,13 +194,15 @@ heap_order_pays(EytzJoinState *st)
 	for (int l = 0; l < st->nleaves; l++)
 	{
 		pages += RelationGetNumberOfBlocks(st->leaves[l].heap);
+		index_pages += RelationGetNumberOfBlocks(st->leaves[l].index);
 		matches += eytz_lookup_stats(st->leaves[l].lookup)->matches;
 	}
 	if (st->outer_rows == 0)
 		return false;
 	rows_left = st->expected_keys - st->outer_rows;
 	batches_left = ceil(rows_left / st->cap);
-	return sorting_pays(batches_left, pages, matches * rows_left / st->outer_rows);
+	return sorting_pays(batches_left, pages, index_pages,
+						matches * rows_left / st->outer_rows);
 }
 
 /*
