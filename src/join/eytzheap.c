@@ -115,6 +115,8 @@ struct EytzHeapFetch
 	Buffer	   *recent;
 	BlockNumber nrecent;
 
+	BufferAccessStrategy strategy;	/* a ring for one pass, or NULL */
+
 	VisEntry	vis[MaxOffsetNumber + 1];
 };
 
@@ -172,7 +174,7 @@ read_block(EytzHeapFetch *hf, BlockNumber blk)
 		pgstat_count_buffer_hit(hf->rel);
 		return hf->recent[blk];
 	}
-	buf = ReadBuffer(hf->rel, blk);
+	buf = ReadBufferExtended(hf->rel, MAIN_FORKNUM, blk, RBM_NORMAL, hf->strategy);
 	if (blk < hf->nrecent)
 		hf->recent[blk] = buf;
 	return buf;
@@ -470,6 +472,20 @@ eytz_heap_reset(EytzHeapFetch *hf)
 		table_index_fetch_reset(hf->ifetch);
 }
 
+/*
+ * From here on read the blocks not in shared buffers through a small ring
+ * of buffers, as a sequential scan of a large table does: for one pass in
+ * block order over a heap that shared buffers do not keep (the join's heap
+ * order), so that the pass pushes out neither the index nor the other
+ * tables' pages, and a new backend touches a ring of buffers, not the pool
+ */
+void
+eytz_heap_bulk_read(EytzHeapFetch *hf)
+{
+	if (hf->strategy == NULL && hf->page_mode)
+		hf->strategy = GetAccessStrategy(BAS_BULKREAD);
+}
+
 void
 eytz_heap_end(EytzHeapFetch *hf)
 {
@@ -477,6 +493,8 @@ eytz_heap_end(EytzHeapFetch *hf)
 	ExecDropSingleTupleTableSlot(hf->slot);
 	if (hf->ifetch)
 		table_index_fetch_end(hf->ifetch);
+	if (hf->strategy)
+		FreeAccessStrategy(hf->strategy);
 	if (hf->recent)
 		pfree(hf->recent);
 	pfree(hf);

@@ -43,6 +43,7 @@ extern bool eytz_heap_by_page(const EytzHeapFetch *hf);
 
 extern TupleTableSlot *eytz_heap_slot(EytzHeapFetch *hf);
 extern uint64 eytz_heap_pages(const EytzHeapFetch *hf);
+extern void eytz_heap_bulk_read(EytzHeapFetch *hf);
 extern void eytz_heap_reset(EytzHeapFetch *hf);
 extern void eytz_heap_end(EytzHeapFetch *hf);
 

@@ -178,6 +178,18 @@ eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
 	return revisits;
 }
 
+/* The pages of the scan's heaps and of their indexes */
+static void
+scan_pages(EytzJoinState *st, double *heap_pages, double *index_pages)
+{
+	*heap_pages = *index_pages = 0;
+	for (int l = 0; l < st->nleaves; l++)
+	{
+		*heap_pages += RelationGetNumberOfBlocks(st->leaves[l].heap);
+		*index_pages += RelationGetNumberOfBlocks(st->leaves[l].index);
+	}
+}
+
 /*
  * auto: would the outer rows still to come, in full batches, visit the
  * heap pages so often that sorting their matches costs less?
@@ -191,12 +203,9 @@ heap_order_pays(EytzJoinState *st)
 	double		rows_left,
 				batches_left;
 
+	scan_pages(st, &pages, &index_pages);
 	for (int l = 0; l < st->nleaves; l++)
-	{
-		pages += RelationGetNumberOfBlocks(st->leaves[l].heap);
-		index_pages += RelationGetNumberOfBlocks(st->leaves[l].index);
 		matches += eytz_lookup_stats(st->leaves[l].lookup)->matches;
-	}
 	if (st->outer_rows == 0)
 		return false;
 	rows_left = st->expected_keys - st->outer_rows;
@@ -221,6 +230,8 @@ eytz_heap_order_decide(EytzJoinState *st)
 	Oid			coll = InvalidOid;
 	bool		nulls_first = false;
 	TupleDesc	scandesc = st->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	double		heap_pages,
+				index_pages;
 
 	if (eytz_join_heap_order == EYTZ_HEAP_ORDER_OFF || st->nleaves > MAX_LEAVES)
 		st->heap_order_decided = true;
@@ -233,6 +244,11 @@ eytz_heap_order_decide(EytzJoinState *st)
 	}
 	if (!st->heap_order)
 		return;
+	/* the one pass over a heap that shared buffers do not keep: through a ring */
+	scan_pages(st, &heap_pages, &index_pages);
+	if (!heap_stays_buffered(heap_pages, index_pages))
+		for (int l = 0; l < st->nleaves; l++)
+			eytz_heap_bulk_read(st->leaves[l].hf);
 
 	old = MemoryContextSwitchTo(cxt);
 	ho = st->ho ? st->ho : palloc0(sizeof(EytzHeapOrder));

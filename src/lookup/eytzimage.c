@@ -708,7 +708,8 @@ pages_fit(const EytzMetaPageData *meta)
  * the scan's other relations (other_pages: a partitioned join's other
  * leaves, whose pages each batch reads too) fit shared_buffers together
  * (pinned pages that push the heap's out cost more heap reads than the
- * image's load; a layout pushed out is read again each batch), and until this backend's pinned scans
+ * image's load; a layout pushed out is read again each batch) or the one
+ * heap alone does not fit it, and until this backend's pinned scans
  * of the generation have searched the keys whose extra cost would have
  * paid for the image's load (EytzPinnedUse.rent_keys, which the lookup seam
  * sets from its costs): from then on the image is loaded once and cached
@@ -731,6 +732,14 @@ eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta, double other_p
 	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
 	heap_pages = Max(RelationGetForm(heap)->relpages, 0);
 	relation_close(heap, NoLock);
+	/*
+	 * A heap larger than shared_buffers does not stay there from one pass
+	 * to the next whatever the layout does: its pinned pages push out
+	 * nothing that would have been found again, and save a fresh backend
+	 * the image's load
+	 */
+	if (other_pages <= 0 && heap_pages >= NBuffers)
+		return true;
 	return heap_pages + meta->nkeypages + meta->ntidpages + Max(other_pages, 0) <= NBuffers;
 }
 
