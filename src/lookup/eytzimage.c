@@ -471,7 +471,7 @@ eytz_image_shared_size(Relation index, const EytzMetaPageData *meta, double othe
 	EytzInclude inc;
 	Size		off[1 + 2 * EYTZ_MAX_INCLUDE];
 
-	if (eytz_image_pages_ok(index, meta, other_pages))
+	if (eytz_image_pages_ok(index, meta, other_pages, true))
 		return 0;
 	eytz_include_get(index, &inc);
 	return shared_layout(meta, &inc, off);
@@ -716,7 +716,8 @@ pages_fit(const EytzMetaPageData *meta)
  * (a rent-or-buy choice, at most twice the cost of knowing the future).
  */
 bool
-eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta, double other_pages)
+eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta, double other_pages,
+					bool parallel)
 {
 	EytzPinnedUse *use;
 	Relation	heap;
@@ -735,10 +736,10 @@ eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta, double other_p
 	/*
 	 * A heap larger than shared_buffers does not stay there from one pass
 	 * to the next whatever the layout does: its pinned pages push out
-	 * nothing that would have been found again, and save a fresh backend
-	 * the image's load
+	 * nothing that would have been found again, and save a serial scan's
+	 * new backend the image's load
 	 */
-	if (other_pages <= 0 && heap_pages >= NBuffers)
+	if (other_pages <= 0 && heap_pages >= NBuffers && !parallel)
 		return true;
 	return heap_pages + meta->nkeypages + meta->ntidpages + Max(other_pages, 0) <= NBuffers;
 }

@@ -195,7 +195,10 @@ extern int	eytz_cpu_view;
  * this generation's pages now: within the budget (a third of
  * shared_buffers) as eytzgpu.cpu_view allows (see eytzimage.c);
  * other_pages: what the same scan reads beside this index and its heap
- * (a partitioned join's other leaves), which competes for the buffers.
+ * (a partitioned join's other leaves), which competes for the buffers;
+ * parallel: the scan's processes share the leader's image where the pages
+ * are not kept for a smaller heap's sake (a fresh worker's first touches of
+ * pinned pages cost more than its copy of the image).
  * The page headers are checked when pinned, each node on a search's way
  * (its keys ascend within the bounds of its path) and each TID as they are
  * read: a damaged page raises XX002 as an image's load does.
@@ -204,7 +207,7 @@ extern int	eytz_cpu_view;
  * released the pins: eytz_image_forget_pins before the release.
  */
 extern bool eytz_image_pages_ok(Relation index, const EytzMetaPageData *meta,
-								double other_pages);
+								double other_pages, bool parallel);
 extern EytzImage *eytz_image_pin_pages(Relation index, const EytzMetaPageData *meta);
 extern void eytz_image_forget_pins(EytzImage *image);
 extern EytzPinnedUse *eytz_image_pinned_use(Relation index, const EytzMetaPageData *meta,

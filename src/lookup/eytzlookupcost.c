@@ -223,7 +223,7 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 		(service ? eytz_service_ready(NULL) :
 		 !fresh_backend && eytz_device_available(NULL));
 	resident = eytz_image_resident(index, meta.generation);
-	pinned_ok = eytz_image_pages_ok(index, &meta, other_pages);
+	pinned_ok = eytz_image_pages_ok(index, &meta, other_pages, fresh_backend);
 	shared = fresh_backend && !gpu_ok && resident &&
 		(!pinned_ok ||
 		 eytz_image_in_place(NULL, (Size) meta.nentries * (meta.key_width + sizeof(uint64))));

@@ -34,6 +34,7 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "portability/instr_time.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -246,7 +247,8 @@ eytz_lookup_pin_view(EytzLookup *lk, EytzViewKind want)
 		}
 	}
 	if (lk->kind == EYTZ_VIEW_PINNED &&
-		(lk->want || !eytz_image_pages_ok(lk->index, &lk->meta, lk->other_pages)))
+		(lk->want || !eytz_image_pages_ok(lk->index, &lk->meta, lk->other_pages,
+										  IsInParallelMode())))
 		lk->kind = EYTZ_VIEW_IMAGE;
 	if (lk->kind == EYTZ_VIEW_PINNED)
 	{
@@ -312,7 +314,8 @@ eytz_lookup_choose_view(EytzLookup *lk, double nkeys)
 		}
 	}
 	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-						  !lk->want && eytz_image_pages_ok(lk->index, &meta, lk->other_pages), gpu_ok,
+						  !lk->want && eytz_image_pages_ok(lk->index, &meta, lk->other_pages,
+														   IsInParallelMode()), gpu_ok,
 						  gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
 									 eytz_device_resident(lk->index, meta.generation)),
 						  Max(nkeys, 1.0), &startup, &per_key);
