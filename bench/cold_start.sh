@@ -9,8 +9,9 @@
 # (max_parallel_workers_per_gather = 0) three times; it prints the median
 # first, second and third times, the first/second ratio (target <= 1.2) and
 # the third against the image's third (warm: target <= 1.0 plus noise).
-# Needs a server reachable by psql with eytzgpu installed (CPU path: a build
-# without CUDA, or eytzgpu.device = cpu); creates and drops cs_* tables.
+# Needs a server reachable by psql with eytzgpu installed; the joins run with
+# eytzgpu.device = $DEVICE (default cpu; gpu on the GPU machine, where a
+# preloaded server's service answers); creates and drops cs_* tables.
 # LIMITS="0 1GB" (a superuser and shared_preload_libraries = 'eytzgpu'):
 # each round also alternates eytzgpu.shared_image_limit over these values
 # (ALTER SYSTEM and a reload; 0: no shared images, each backend loads its
@@ -20,6 +21,7 @@
 set -euo pipefail
 ROUNDS=${1:-7}
 LIMITS=${LIMITS:--}
+DEVICE=${DEVICE:-cpu}
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 sql -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" 2>/dev/null
 sql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS cs_inner_demo, cs_outer_demo, cs_inner_held, cs_outer_held"
@@ -36,7 +38,7 @@ done
 fresh() {
 	local set=$1 view=$2 q
 	q="EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*), sum(i.v) FROM cs_outer_$set o JOIN cs_inner_$set i ON i.k = o.k"
-	sql -c "SET max_parallel_workers_per_gather = 0" -c "SET eytzgpu.device = cpu" \
+	sql -c "SET max_parallel_workers_per_gather = 0" -c "SET eytzgpu.device = $DEVICE" \
 		-c "SET eytzgpu.cpu_view = $view" -c "$q" -c "$q" -c "$q" |
 		awk '/Device:/ && !d { sub(/.*Device: /, ""); d = $0 } /Execution Time/ { t = t " " $3 }
 			END { gsub(/ /, "_", d); print d t }'
