@@ -1,16 +1,18 @@
 /*
  * eytzjoinsorted.c
  *		The batched join's heap-order mode: every batch's heap matches
- *		sorted by (leaf, TID) through PostgreSQL's tuplesort (spilling past
- *		work_mem to temporary files), then fetched in one pass over the
- *		inner heap, so that each heap block is visited once for the whole
- *		outer side instead of once per batch.
+ *		sorted by (leaf, TID) within work_mem (spilling past it to temporary
+ *		files), then fetched in one pass over the inner heap, so that each
+ *		heap block is visited once for the whole outer side instead of once
+ *		per batch.
  *
  * Batches are read and looked up as in the pipelined mode (eytzjoinexec.c),
  * and the matches the index answers (index-only, all-visible pages) are
  * emitted as they come; each heap match goes to the sort instead of being
  * fetched, as one record: (leaf and TID, the outer row's serial, its key
- * range, the outer values the join reads).  Once the outer side is read,
+ * range, the outer values the join reads): where every value is by value,
+ * a fixed-width record that eytzrecsort.c sorts by radix and merges, else a
+ * tuple through PostgreSQL's tuplesort.  Once the outer side is read,
  * the sorted records are read back in windows that take the place of
  * batches: each window row is one record, the window's matches are its
  * rows in TID order, and the state machine fetches, rechecks, qualifies
@@ -54,6 +56,7 @@
 
 #include "eytzcompat.h"
 #include "eytzjoinexec.h"
+#include "eytzrecsort.h"
 
 int			eytz_join_heap_order = EYTZ_HEAP_ORDER_AUTO;
 
@@ -92,10 +95,14 @@ typedef struct EytzHeapOrder
 	TupleDesc	desc;
 	TupleTableSlot *put;		/* a record made (virtual) */
 	TupleTableSlot *slot;		/* a record read back (minimal tuple) */
-	Tuplesortstate *sort;
+	Tuplesortstate *sort;		/* records as tuples, or */
+	EytzRecSort *rs;			/* fixed-width records (by-value fields only) */
+	Size		rec_size;
+	int			rec_nouter;		/* the outer values a record carries */
+	const char *carry_rec;		/* rs: the record last read */
 	Tuplestorestate *unmatched; /* rows left for the end (LEFT, ANTI) */
 	bool		sorted;			/* the sort was performed */
-	bool		carry;			/* slot holds the next window's first record */
+	bool		carry;			/* the last record read starts the next window */
 	bool		sort_done;
 	uint64		serial_base;	/* the current batch's first row's serial */
 	Size		nbitwords;		/* matched_bits' words */
@@ -232,6 +239,7 @@ eytz_heap_order_decide(EytzJoinState *st)
 	TupleDesc	scandesc = st->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	double		heap_pages,
 				index_pages;
+	bool		byval = true;
 
 	if (eytz_join_heap_order == EYTZ_HEAP_ORDER_OFF || st->nleaves > MAX_LEAVES)
 		st->heap_order_decided = true;
@@ -263,13 +271,93 @@ eytz_heap_order_decide(EytzJoinState *st)
 		ho->slot = MakeSingleTupleTableSlot(ho->desc, &TTSOpsMinimalTuple);
 		ho->put = MakeSingleTupleTableSlot(ho->desc, &TTSOpsVirtual);
 	}
-	ho->sort = tuplesort_begin_heap(ho->desc, 1, &key, &op, &coll, &nulls_first,
-									work_mem, NULL, TUPLESORT_NONE);
+	/* a record of by-value fields: a key, three more, the outer values it carries */
+	ho->rec_nouter = st->keep_rows ? st->nouter : 0;
+	for (int c = 0; c < ho->rec_nouter && byval; c++)
+		byval = st->outer_byval[c];
+	ho->rec_size = REC_OUTER * sizeof(uint64) + ho->rec_nouter * sizeof(Datum) +
+		MAXALIGN(ho->rec_nouter * sizeof(bool));
+	if (byval)
+		ho->rs = eytz_recsort_begin(ho->rec_size, work_mem);
+	else
+		ho->sort = tuplesort_begin_heap(ho->desc, 1, &key, &op, &coll, &nulls_first,
+										work_mem, NULL, TUPLESORT_NONE);
 	if (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI)
 		ho->unmatched = tuplestore_begin_heap(false, false, work_mem);
 	MemoryContextSwitchTo(old);
 	ho->sorted = ho->carry = ho->sort_done = false;
 	ho->serial_base = 0;
+}
+
+/* A record of the values v / isnull (REC_*) to the fixed-width sort */
+static void
+put_record(EytzHeapOrder *ho, const Datum *v, const bool *isnull)
+{
+	uint64	   *f = eytz_recsort_append(ho->rs);
+	Datum	   *values = (Datum *) (f + REC_OUTER);
+	bool	   *nulls = (bool *) (values + ho->rec_nouter);
+
+	for (int i = 0; i < REC_OUTER; i++)
+		f[i] = isnull[i] ? 0 : (uint64) DatumGetInt64(v[i]);
+	for (int c = 0; c < ho->rec_nouter; c++)
+	{
+		nulls[c] = isnull[REC_OUTER + c];
+		values[c] = nulls[c] ? (Datum) 0 : v[REC_OUTER + c];
+	}
+}
+
+/* A record read back: its fields, its outer values where it carries them */
+typedef struct SortedRecord
+{
+	uint64		key;
+	uint64		serial;
+	uint64		lo;
+	uint64		hi;
+	const Datum *values;
+	const bool *isnull;
+} SortedRecord;
+
+/*
+ * The next record in (leaf, TID) order, the one carried over from the last
+ * window first; false after the last
+ */
+static bool
+next_record(EytzJoinState *st, EytzHeapOrder *ho, SortedRecord *rec)
+{
+	if (ho->rs)
+	{
+		const uint64 *f;
+
+		if (!ho->carry)
+			ho->carry_rec = eytz_recsort_next(ho->rs);
+		if (ho->carry_rec == NULL)
+			return false;
+		f = (const uint64 *) ho->carry_rec;
+		rec->key = f[REC_KEY];
+		rec->serial = f[REC_SERIAL];
+		rec->lo = f[REC_LO];
+		rec->hi = st->point_keys ? f[REC_LO] : f[REC_HI];
+		rec->values = (const Datum *) (f + REC_OUTER);
+		rec->isnull = (const bool *) (rec->values + ho->rec_nouter);
+	}
+	else
+	{
+		TupleTableSlot *slot = ho->slot;
+
+		if (!ho->carry &&
+			!tuplesort_gettupleslot(ho->sort, true, false, slot, NULL))
+			return false;
+		slot_getallattrs(slot);
+		rec->key = (uint64) DatumGetInt64(slot->tts_values[REC_KEY]);
+		rec->serial = (uint64) DatumGetInt64(slot->tts_values[REC_SERIAL]);
+		rec->lo = (uint64) DatumGetInt64(slot->tts_values[REC_LO]);
+		rec->hi = slot->tts_isnull[REC_HI] ? rec->lo :
+			(uint64) DatumGetInt64(slot->tts_values[REC_HI]);
+		rec->values = slot->tts_values + REC_OUTER;
+		rec->isnull = slot->tts_isnull + REC_OUTER;
+	}
+	ho->carry = false;
+	return true;
 }
 
 /*
@@ -341,8 +429,13 @@ eytz_heap_order_spill(EytzJoinState *st, const EytzMatch *m, uint32 n)
 				isnull[REC_OUTER + c] = true;
 			}
 		}
-		ExecStoreVirtualTuple(slot);
-		tuplesort_puttupleslot(ho->sort, slot);
+		if (ho->rs)
+			put_record(ho, v, isnull);
+		else
+		{
+			ExecStoreVirtualTuple(slot);
+			tuplesort_puttupleslot(ho->sort, slot);
+		}
 		ho->matches++;
 	}
 }
@@ -424,7 +517,6 @@ bool
 eytz_heap_order_next_window(EytzJoinState *st)
 {
 	EytzHeapOrder *ho = st->ho;
-	TupleTableSlot *slot = ho->slot;
 	MemoryContext cxt = st->css.ss.ps.state->es_query_cxt;
 	uint32		n = 0;
 	int			leaf = -1;
@@ -434,12 +526,20 @@ eytz_heap_order_next_window(EytzJoinState *st)
 	stage_enter(st, STAGE_FETCH);
 	if (!ho->sorted)
 	{
-		TuplesortInstrumentation stats;
+		if (ho->rs)
+		{
+			eytz_recsort_finish(ho->rs);
+			eytz_recsort_stats(ho->rs, &ho->sort_kb, &ho->sort_disk);
+		}
+		else
+		{
+			TuplesortInstrumentation stats;
 
-		tuplesort_performsort(ho->sort);
-		tuplesort_get_stats(ho->sort, &stats);
-		ho->sort_kb = stats.spaceUsed;
-		ho->sort_disk = stats.spaceType == SORT_SPACE_TYPE_DISK;
+			tuplesort_performsort(ho->sort);
+			tuplesort_get_stats(ho->sort, &stats);
+			ho->sort_kb = stats.spaceUsed;
+			ho->sort_disk = stats.spaceType == SORT_SPACE_TYPE_DISK;
+		}
 		ho->sorted = true;
 		if (ho->window == NULL)
 		{
@@ -451,41 +551,35 @@ eytz_heap_order_next_window(EytzJoinState *st)
 	old = MemoryContextSwitchTo(st->batchcxt);
 	while (n < st->cap && used < st->rows_mem && !ho->sort_done)
 	{
-		uint64		key;
+		SortedRecord rec;
 
-		if (!ho->carry &&
-			!tuplesort_gettupleslot(ho->sort, true, false, slot, NULL))
+		if (!next_record(st, ho, &rec))
 		{
 			ho->sort_done = true;
 			break;
 		}
-		ho->carry = false;
-		slot_getallattrs(slot);
-		key = (uint64) DatumGetInt64(slot->tts_values[REC_KEY]);
-		if (n > 0 && (int) (key >> LEAF_SHIFT) != leaf)
+		if (n > 0 && (int) (rec.key >> LEAF_SHIFT) != leaf)
 		{
 			ho->carry = true;	/* the next leaf's: the next window's */
 			break;
 		}
-		leaf = (int) (key >> LEAF_SHIFT);
-		ho->window[n].tid = key & ((UINT64CONST(1) << LEAF_SHIFT) - 1);
+		leaf = (int) (rec.key >> LEAF_SHIFT);
+		ho->window[n].tid = rec.key & ((UINT64CONST(1) << LEAF_SHIFT) - 1);
 		ho->window[n].row = n;
 		ho->window[n].unused = 0;
-		ho->serials[n] = (uint64) DatumGetInt64(slot->tts_values[REC_SERIAL]);
-		if (slot->tts_isnull[REC_HI])
-			slot->tts_values[REC_HI] = slot->tts_values[REC_LO];
+		ho->serials[n] = rec.serial;
 		if (st->keep_rows)
 		{
 			BatchRow   *r = batch_row(st, n);
 			bool	   *flags = row_flags(st, r);
 			bool		has_nulls = false;
 
-			r->lo = (uint64) DatumGetInt64(slot->tts_values[REC_LO]);
-			r->hi = (uint64) DatumGetInt64(slot->tts_values[REC_HI]);
+			r->lo = rec.lo;
+			r->hi = rec.hi;
 			for (int c = 0; c < st->nouter; c++)
 			{
-				Datum		v = slot->tts_values[REC_OUTER + c];
-				bool		isnull = slot->tts_isnull[REC_OUTER + c];
+				Datum		v = rec.values[c];
+				bool		isnull = rec.isnull[c];
 
 				if (!isnull && !st->outer_byval[c])
 				{
@@ -502,8 +596,8 @@ eytz_heap_order_next_window(EytzJoinState *st)
 		}
 		else
 		{
-			st->qlo[n] = (uint64) DatumGetInt64(slot->tts_values[REC_LO]);
-			st->qhi[n] = (uint64) DatumGetInt64(slot->tts_values[REC_HI]);
+			st->qlo[n] = rec.lo;
+			st->qhi[n] = rec.hi;
 		}
 		used += st->row_bytes;
 		n++;
@@ -598,9 +692,12 @@ eytz_heap_order_reset(EytzJoinState *st)
 		return;
 	if (ho->sort)
 		tuplesort_end(ho->sort);
+	if (ho->rs)
+		eytz_recsort_end(ho->rs);
 	if (ho->unmatched)
 		tuplestore_end(ho->unmatched);
 	ho->sort = NULL;
+	ho->rs = NULL;
 	ho->unmatched = NULL;
 	if (ho->nbitwords > 0)
 		memset(st->matched_bits, 0, ho->nbitwords * sizeof(uint64));
