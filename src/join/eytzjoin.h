@@ -109,6 +109,7 @@ extern Node *eytz_join_create_scan_state(CustomScan *cscan);
 /* eytzjoinsorted.c: eytzgpu.join_heap_order, and its cost for the planner */
 extern void eytz_heap_order_init(void);
 extern Cost eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
-								 double index_pages, Cost cost_per_page);
+								 double index_pages, Cost batch_visits, Cost one_pass,
+								 Cost cost_per_page);
 
 #endif							/* EYTZJOIN_H */

@@ -220,13 +220,17 @@ eytz_join_cost(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		cost_per_page = spc_random;
 
 	run = outer_rows * (keycost.per_tuple + lookup_per_key + cpu_operator_cost) +
-		nbatches * pages * cost_per_page +
 		matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost +
 				   iqcost.per_tuple + jqcost.per_tuple + oqcost.per_tuple) +
 		rows * (cpu_tuple_cost + cpath->path.pathtarget->cost.per_tuple);
-	/* each batch's visits of a large heap, or the matches sorted (eytzjoinsorted.c) */
+	/*
+	 * the heap: each batch's visits of its pages (a large heap's again and
+	 * again), or the matches sorted and one pass over the pages they touch
+	 * (eytzjoinsorted.c)
+	 */
 	run += eytz_heap_order_cost(outer_rows, matches, heap_pages, index_pages,
-								cost_per_page);
+								nbatches * pages * cost_per_page,
+								heap_touch * cost_per_page, cost_per_page);
 	if (in_workers)
 	{
 		/*

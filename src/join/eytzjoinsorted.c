@@ -157,16 +157,21 @@ sorting_pays(double batches, double pages, double index_pages, double matches)
 }
 
 /*
- * The planner's cost of the join's heap visits beyond one pass over the
- * heap_pages pages (cost_per_page each) that its matches read: where the executor
- * would sort the matches (auto: sorting_pays; on), a per-match cost of the
- * sort like the fetch's own; else each batch after the first visits its
- * pages again.  Batches are bounded by work_mem * hash_mem_multiplier as
- * the executor bounds them (about 64 bytes an outer row).
+ * The planner's cost of the join's heap visits: where the executor would
+ * sort the matches (auto: sorting_pays; on), a per-match cost of the sort
+ * like the fetch's own and one pass over the pages the matches touch
+ * (one_pass: per process, for each process of a parallel join sorts and
+ * passes over its own matches); else the visits of the batches' pages
+ * (batch_visits) and, over a heap that shared buffers do not keep (of
+ * heap_pages pages, cost_per_page each), each batch after the first
+ * visiting its pages again.  Batches are bounded by work_mem *
+ * hash_mem_multiplier as the executor bounds them (about 64 bytes an outer
+ * row).
  */
 Cost
 eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
-					 double index_pages, Cost cost_per_page)
+					 double index_pages, Cost batch_visits, Cost one_pass,
+					 Cost cost_per_page)
 {
 	double		rows_mem = get_hash_memory_limit() * (1.0 - 1.0 / EYTZ_CHUNK_SHARE);
 	double		cap = Max(1.0, Min((double) eytz_batch_size, rows_mem / 64.0));
@@ -178,11 +183,11 @@ eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
 		(batches - 1) * per_batch * cost_per_page;
 
 	if (batches < 2 || eytz_join_heap_order == EYTZ_HEAP_ORDER_OFF)
-		return revisits;
+		return batch_visits + revisits;
 	if (eytz_join_heap_order == EYTZ_HEAP_ORDER_ON ||
 		sorting_pays(batches, heap_pages, index_pages, matches))
-		return sort;
-	return revisits;
+		return sort + one_pass;
+	return batch_visits + revisits;
 }
 
 /* The pages of the scan's heaps and of their indexes */

@@ -229,6 +229,9 @@ extern void eytz_sort_pending(EytzPendingEntry *entries, uint64 n);
  * With slots and a stage, an image without tombstones leaves each match's
  * tid its layout slot tagged EYTZ_MATCH_SLOT (eytz_image_slot_tid() gives
  * the TID): the caller needs no TID for it.
+ * nearby_bytes: what the scan reads between searches of this image (a
+ * partitioned join's other leaves), which competes for the CPU's cache
+ * (eytzgpu.search_prefetch = auto).
  * Returns the number of queries answered (0 when query order[start] alone
  * does not fit).  Not sorted by TID.  (Keys out of order on a search path
  * raised XX002 when the image was loaded.)
@@ -237,7 +240,7 @@ extern uint32 eytz_image_search(const EytzImage *image,
 								const EytzMatch *order, const uint64 *packed,
 								uint64 base, uint32 start, uint32 nq, const uint64 *hi,
 								uint32 max, EytzMatch *out, uint32 *nout,
-								EytzStage *stage, bool slots);
+								EytzStage *stage, bool slots, uint64 nearby_bytes);
 
 /* The packed TID of a match eytz_image_search left as a tagged slot */
 static inline uint64

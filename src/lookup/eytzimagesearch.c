@@ -95,14 +95,18 @@ last_level_cache_bytes(void)
 	return bytes;
 }
 
-/* eytzgpu.search_prefetch: whether a search of nq queries warms ahead */
+/*
+ * eytzgpu.search_prefetch: whether a search of nq queries warms ahead; the
+ * keys compete for the cache with what the scan reads between searches of
+ * this layout (nearby_bytes: a partitioned join's other leaves)
+ */
 static bool
-warm_ahead(const EytzLayoutImage *img, uint32 nq, Size key_width)
+warm_ahead(const EytzLayoutImage *img, uint32 nq, Size key_width, uint64 nearby_bytes)
 {
 	if (eytz_search_prefetch != EYTZ_SEARCH_PREFETCH_AUTO)
 		return eytz_search_prefetch == EYTZ_SEARCH_PREFETCH_ON;
 	return (uint64) nq * EYTZ_WARM_SPARSE < img->meta.nentries &&
-		img->meta.nentries * key_width > 2 * last_level_cache_bytes();
+		img->meta.nentries * key_width + nearby_bytes > 2 * last_level_cache_bytes();
 }
 
 /*
@@ -303,7 +307,7 @@ static uint32 \
 NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *packed, uint64 base, \
 	 const uint64 *qhi, uint32 nq, uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n, \
-	 uint64 *bad_slot) \
+	 uint64 *bad_slot, bool warm) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	const uint32 k = FANOUT ? FANOUT : img->meta.fanout; \
@@ -315,7 +319,6 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 	uint32		q; \
 	uint64		prev_lo = 0; \
 	bool		bad = false; \
-	bool		warm = warm_ahead(img, nq, sizeof(KT)); \
 \
 	for (q = 0; q < nq; q++) \
 	{ \
@@ -488,7 +491,7 @@ typedef uint32 (*SortedSearch) (const EytzLayoutImage *img,
 								const uint64 *qhi,
 								uint32 nq, uint32 limit,
 								EytzMatch *out, uint64 *mkeys, uint32 *n,
-								uint64 *bad_slot);
+								uint64 *bad_slot, bool warm);
 
 DEFINE_SORTED_SEARCH(sorted_search_4, uint32, 0, false, 0)
 DEFINE_SORTED_SEARCH(sorted_search_8, uint64, 0, false, 0)
@@ -579,7 +582,8 @@ uint32
 eytz_image_search(const EytzImage *image,
 				  const EytzMatch *order, const uint64 *packed,
 				  uint64 base, uint32 start, uint32 nq, const uint64 *hi, uint32 max,
-				  EytzMatch *out, uint32 *nout, EytzStage *stage, bool slots)
+				  EytzMatch *out, uint32 *nout, EytzStage *stage, bool slots,
+				  uint64 nearby_bytes)
 {
 	const EytzLayoutImage *img = &image->img;
 	uint64		level_end[EYTZ_MAX_LEVELS];
@@ -625,7 +629,8 @@ eytz_image_search(const EytzImage *image,
 			sorted_search_8;
 	done = search(img, image->keypages, level_end, packed ? NULL : order + start,
 				  packed ? packed + start : NULL, base, hi, nq - start, max,
-				  out, mkeys, nout, &bad_slot);
+				  out, mkeys, nout, &bad_slot,
+				  warm_ahead(img, nq - start, img->meta.key_width, nearby_bytes));
 	if (bad_slot != NO_SLOT)
 		EYTZ_CORRUPT(image->index, img->meta.keys_start + bad_slot / img->meta.keys_per_page,
 					 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.",

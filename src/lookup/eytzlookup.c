@@ -452,7 +452,8 @@ layout_step(EytzLookup *lk, uint32 *n, uint32 max)
 											 lk->norder, lk->points ? NULL : lk->hi,
 											 max, lk->out, n,
 											 lk->want ? &lk->stage : NULL,
-											 lk->heap_all_visible && lk->npending == 0);
+											 lk->heap_all_visible && lk->npending == 0,
+											 (uint64) Max(lk->other_pages, 0) * BLCKSZ);
 
 		lk->next += done;
 		*n = eytz_lookup_drop_pending_twins(lk, lk->out, before, *n);

@@ -216,7 +216,7 @@ cpu_search(EytzImage *image, EytzSvcSlot *s, const uint64 *lo, const uint64 *hi,
 		}
 		n = 0;
 		done = eytz_image_search(image, cpu_order, packed, base,
-								 0, p, hi, s->max, out, &n, st, false);
+								 0, p, hi, s->max, out, &n, st, false, 0);
 		if (done == p)
 			break;
 		/* a little fewer than the sorted pass took: a prefix that fits */
