@@ -9,14 +9,12 @@
 #include "postgres.h"
 
 #include <math.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "miscadmin.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/restrictinfo.h"
-#include "portability/instr_time.h"
 #include "storage/pg_shmem.h"
 #include "utils/spccache.h"
 
@@ -46,53 +44,11 @@ eytz_join_heap_fraction(RelOptInfo *innerrel, bool index_only)
  * eytzgpu.page_touch_cost a page: 0 by default, as PostgreSQL charges its
  * own parallel plans nothing for it (its parallel hash join's workers touch
  * the whole inner table: charging only this join would hand such a VM the
- * parallel hash join, slower still); -1 measures it once per backend, the
- * time of reading a small shared anonymous mapping whose pages exist but
- * are not mapped (MADV_DONTNEED), best of three, at the lookup cost model's
- * 10 ns an operator (eytzlookupcost.c).  With huge_pages = on a page maps
- * 512 small ones: the touches cost next to nothing.
+ * parallel hash join, slower still); -1 measures it once per backend
+ * (eytz_page_fault_cost).  With huge_pages = on a page maps 512 small ones:
+ * the touches cost next to nothing.
  */
 double		eytz_page_touch_cost = 0;
-
-#define TOUCH_PROBE_PAGES	256
-#define OPERATOR_NS			10.0
-
-static double measured_touch_cost = -1;
-
-static double
-measure_touch_cost(void)
-{
-	long		page = sysconf(_SC_PAGESIZE);
-	Size		len = (Size) page * TOUCH_PROBE_PAGES;
-	volatile char *mem;
-	double		best_ns = -1;
-	int			round,
-				i;
-
-	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return 0;
-	for (i = 0; i < TOUCH_PROBE_PAGES; i++)
-		mem[(Size) i * page] = 1;
-	for (round = 0; round < 3; round++)
-	{
-		instr_time	t0,
-					t1;
-
-		if (madvise((void *) mem, len, MADV_DONTNEED) != 0)
-			break;
-		INSTR_TIME_SET_CURRENT(t0);
-		for (i = 0; i < TOUCH_PROBE_PAGES; i++)
-			(void) mem[(Size) i * page];
-		INSTR_TIME_SET_CURRENT(t1);
-		INSTR_TIME_SUBTRACT(t1, t0);
-		if (best_ns < 0 || INSTR_TIME_GET_DOUBLE(t1) * 1e9 < best_ns)
-			best_ns = INSTR_TIME_GET_DOUBLE(t1) * 1e9;
-	}
-	munmap((void *) mem, len);
-	return best_ns < 0 ? 0 :
-		best_ns / TOUCH_PROBE_PAGES / OPERATOR_NS * cpu_operator_cost;
-}
 
 /* What a fresh process pays to touch bytes of shared memory first */
 static Cost
@@ -103,11 +59,7 @@ shared_touch_cost(double bytes)
 	if (huge_pages == HUGE_PAGES_ON || bytes <= 0)
 		return 0;
 	if (per_page < 0)
-	{
-		if (measured_touch_cost < 0)
-			measured_touch_cost = measure_touch_cost();
-		per_page = measured_touch_cost;
-	}
+		per_page = eytz_page_fault_cost(true);
 	return ceil(bytes / sysconf(_SC_PAGESIZE)) * per_page;
 }
 

@@ -213,17 +213,21 @@ heap_order_pays(EytzJoinState *st)
 	double		index_pages = 0;
 	double		matches = 0;
 	double		rows_left,
-				batches_left;
+				cap;
 
 	scan_pages(st, &pages, &index_pages);
 	for (int l = 0; l < st->nleaves; l++)
 		matches += eytz_lookup_stats(st->leaves[l].lookup)->matches;
 	if (st->outer_rows == 0)
 		return false;
-	rows_left = st->expected_keys - st->outer_rows;
-	batches_left = ceil(rows_left / st->cap);
-	return sorting_pays(batches_left, pages, index_pages,
-						matches * rows_left / st->outer_rows);
+	/*
+	 * the scan as the planner saw it (eytz_heap_order_cost): its batches
+	 * as work_mem bounds them too, the first one's included
+	 */
+	rows_left = Max(st->expected_keys - st->outer_rows, 0);
+	cap = Max(1.0, Min((double) st->cap, (double) st->rows_mem / Max(st->row_bytes, 1)));
+	return sorting_pays(1 + ceil(rows_left / cap), pages, index_pages,
+						matches * (st->outer_rows + rows_left) / st->outer_rows);
 }
 
 /*

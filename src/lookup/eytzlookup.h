@@ -229,6 +229,12 @@ extern void eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend
 								  Cost *per_key_cost, double *touch_bytes);
 
 /*
+ * The cost of a process's first touch of a page: of shared memory (read),
+ * else of fresh private memory (written); measured once per backend
+ */
+extern double eytz_page_fault_cost(bool shared);
+
+/*
  * Within the seam (eytzlookupcost.c): the view that nkeys keys call for,
  * given what is resident, with its startup (load) cost and per-key cost.
  */

@@ -8,9 +8,12 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "access/genam.h"
 #include "optimizer/optimizer.h"
+#include "portability/instr_time.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
 
@@ -52,15 +55,76 @@
 #define GPU_KEY_OPS			0.05
 #define GPU_UPLOAD_OPS_PER_MB 400.0
 /*
- * A parallel worker's copy of the image the leader shares, into fresh
- * memory of its own (page faults included)
+ * A parallel worker's copy of the image the leader shares (memcpy; the
+ * page faults of its fresh memory as this machine charges them,
+ * eytz_page_fault_cost)
  */
-#define COPY_OPS_PER_MB		40000.0
+#define COPY_OPS_PER_MB		10000.0
 /*
  * A request to the eytzgpu service: its round trip through shared memory
  * and two latches, with the device's own call (bench/service_latency.sh)
  */
 #define SERVICE_REQUEST_OPS	3000.0
+
+#define FAULT_PROBE_PAGES	256
+#define OPERATOR_NS			10.0
+
+/*
+ * What this machine charges a process for the first touch of a page, in
+ * cost units at the model's 10 ns an operator, measured once per backend
+ * (best of three over a small mapping): shared, a read of shared memory
+ * whose pages exist but are not mapped in this process yet (MADV_DONTNEED),
+ * as a fresh worker's reads of shared buffers; else a write of fresh
+ * private memory, as a copy into new memory (page faults and the kernel's
+ * zeroing).  Cheap on most machines, tens of microseconds a page on some
+ * virtual machines.
+ */
+double
+eytz_page_fault_cost(bool shared)
+{
+	static double measured[2] = {-1, -1};
+	long		page = sysconf(_SC_PAGESIZE);
+	Size		len = (Size) page * FAULT_PROBE_PAGES;
+	double		best_ns = -1;
+
+	if (measured[shared] >= 0)
+		return measured[shared];
+	for (int round = 0; round < 3; round++)
+	{
+		volatile char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+								  (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
+		instr_time	t0,
+					t1;
+		bool		ok = mem != MAP_FAILED;
+
+		if (ok && shared)
+		{
+			for (int i = 0; i < FAULT_PROBE_PAGES; i++)
+				mem[(Size) i * page] = 1;
+			ok = madvise((void *) mem, len, MADV_DONTNEED) == 0;
+		}
+		if (ok)
+		{
+			INSTR_TIME_SET_CURRENT(t0);
+			for (int i = 0; i < FAULT_PROBE_PAGES; i++)
+			{
+				if (shared)
+					(void) mem[(Size) i * page];
+				else
+					mem[(Size) i * page] = 1;
+			}
+			INSTR_TIME_SET_CURRENT(t1);
+			INSTR_TIME_SUBTRACT(t1, t0);
+			if (best_ns < 0 || INSTR_TIME_GET_DOUBLE(t1) * 1e9 < best_ns)
+				best_ns = INSTR_TIME_GET_DOUBLE(t1) * 1e9;
+		}
+		if (mem != MAP_FAILED)
+			munmap((void *) mem, len);
+	}
+	measured[shared] = best_ns < 0 ? 0 :
+		best_ns / FAULT_PROBE_PAGES / OPERATOR_NS * cpu_operator_cost;
+	return measured[shared];
+}
 
 /*
  * The keys of one batch of nkeys: eytzgpu.batch_size at most (read by name:
@@ -233,6 +297,14 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 						  gpu_ok && (service ? eytz_service_resident(index, &meta) :
 									 eytz_device_resident(index, meta.generation)),
 						  Max(nkeys, 1.0), startup_cost, per_key_cost);
+	if (fresh_backend && kind == EYTZ_VIEW_IMAGE &&
+		!eytz_image_in_place(NULL, eytz_image_shared_size(index, &meta, other_pages)))
+	{
+		/* a worker's image, copied or loaded, is fresh memory of its own */
+		Size		bytes = eytz_image_shared_size(index, &meta, other_pages);
+
+		*startup_cost += ceil(bytes / sysconf(_SC_PAGESIZE)) * eytz_page_fault_cost(false);
+	}
 	if (fresh_backend && kind == EYTZ_VIEW_IMAGE && shared)
 	{
 		Size		bytes = eytz_image_shared_size(index, &meta, other_pages);
