@@ -178,7 +178,6 @@ eytz_heap_order_cost(double outer_rows, double matches, double heap_pages,
 	double		batches = ceil(outer_rows / cap);
 	double		per_batch = heap_pages * (1.0 - exp(-matches / Max(batches, 1.0) / heap_pages));
 	Cost		sort = matches * (cpu_tuple_cost + 3.0 * cpu_operator_cost);
-
 	Cost		revisits = heap_stays_buffered(heap_pages, index_pages) ? 0 :
 		(batches - 1) * per_batch * cost_per_page;
 
