@@ -97,7 +97,6 @@ typedef struct EytzHeapOrder
 	TupleTableSlot *slot;		/* a record read back (minimal tuple) */
 	Tuplesortstate *sort;		/* records as tuples, or */
 	EytzRecSort *rs;			/* fixed-width records (by-value fields only) */
-	Size		rec_size;
 	int			rec_nouter;		/* the outer values a record carries */
 	const char *carry_rec;		/* rs: the record last read */
 	Tuplestorestate *unmatched; /* rows left for the end (LEFT, ANTI) */
@@ -283,10 +282,10 @@ eytz_heap_order_decide(EytzJoinState *st)
 	ho->rec_nouter = st->keep_rows ? st->nouter : 0;
 	for (int c = 0; c < ho->rec_nouter && byval; c++)
 		byval = st->outer_byval[c];
-	ho->rec_size = REC_OUTER * sizeof(uint64) + ho->rec_nouter * sizeof(Datum) +
-		MAXALIGN(ho->rec_nouter * sizeof(bool));
 	if (byval)
-		ho->rs = eytz_recsort_begin(ho->rec_size, work_mem);
+		ho->rs = eytz_recsort_begin(REC_OUTER * sizeof(uint64) +
+									ho->rec_nouter * sizeof(Datum) +
+									MAXALIGN(ho->rec_nouter * sizeof(bool)), work_mem);
 	else
 		ho->sort = tuplesort_begin_heap(ho->desc, 1, &key, &op, &coll, &nulls_first,
 										work_mem, NULL, TUPLESORT_NONE);

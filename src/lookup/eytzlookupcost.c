@@ -297,23 +297,24 @@ eytz_lookup_plan_cost(Oid indexoid, double nkeys, bool fresh_backend,
 						  gpu_ok && (service ? eytz_service_resident(index, &meta) :
 									 eytz_device_resident(index, meta.generation)),
 						  Max(nkeys, 1.0), startup_cost, per_key_cost);
-	if (fresh_backend && kind == EYTZ_VIEW_IMAGE &&
-		!eytz_image_in_place(NULL, eytz_image_shared_size(index, &meta, other_pages)))
+	if (fresh_backend && kind == EYTZ_VIEW_IMAGE)
 	{
+		Size		bytes = eytz_image_shared_size(index, &meta, other_pages);
+		bool		in_place = eytz_image_in_place(NULL, bytes);
+
 		/* a worker's image, copied or loaded, is fresh memory of its own */
-		Size		bytes = eytz_image_shared_size(index, &meta, other_pages);
-
-		*startup_cost += ceil(bytes / sysconf(_SC_PAGESIZE)) * eytz_page_fault_cost(false);
+		if (!in_place)
+			*startup_cost += ceil(bytes / sysconf(_SC_PAGESIZE)) * eytz_page_fault_cost(false);
+		if (shared)
+		{
+			*touch_bytes = bytes;
+			if (!in_place)
+				*startup_cost += cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0);
+		}
+		else
+			*touch_bytes = (double) (meta.nkeypages + meta.ntidpages) * BLCKSZ;
 	}
-	if (fresh_backend && kind == EYTZ_VIEW_IMAGE && shared)
-	{
-		Size		bytes = eytz_image_shared_size(index, &meta, other_pages);
-
-		*touch_bytes = bytes;
-		if (!eytz_image_in_place(NULL, bytes))
-			*startup_cost += cpu_operator_cost * COPY_OPS_PER_MB * bytes / (1024.0 * 1024.0);
-	}
-	else if (fresh_backend && (kind == EYTZ_VIEW_IMAGE || kind == EYTZ_VIEW_PINNED))
+	else if (fresh_backend && kind == EYTZ_VIEW_PINNED)
 		*touch_bytes = (double) (meta.nkeypages + meta.ntidpages) * BLCKSZ;
 	index_close(index, AccessShareLock);
 }

@@ -184,5 +184,29 @@ for my $t (['hb_fits', 0], ['hb_big', 1])
 		"$tbl: the join answers right");
 }
 
+# One table whose heap alone is larger than shared_buffers: cpu_view = auto
+# pins its layout in a serial join (the heap is read again by every pass
+# anyway, and a new backend loads no image); heap order reads that heap
+# through a ring
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE hb_wide AS SELECT (g * 7919) % 40000 AS k, g AS v, repeat('w', 200) AS pad
+	  FROM generate_series(1, 30000) g;
+	CREATE INDEX ON hb_wide USING eytzgpu (k);
+	CREATE TABLE hb_few AS SELECT (g * 104729) % 40000 AS k FROM generate_series(1, 2500) g;
+	VACUUM ANALYZE hb_wide, hb_few;
+});
+my ($heap_pages, $index_pages) = split /\|/, $node->safe_psql('postgres',
+	"SELECT pg_relation_size('hb_wide') / 8192, pg_relation_size('hb_wide_k_idx') / 8192");
+cmp_ok($heap_pages, '>=', 256, "hb_wide: the heap ($heap_pages pages) exceeds shared_buffers");
+# few keys: the image's load would cost more than searching the pinned pages
+my $wq = 'SELECT count(*), sum(i.v::int8) FROM hb_few o JOIN hb_wide i ON i.k = o.k';
+my $wplan = $node->safe_psql('postgres', "$force $ho EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $wq");
+like($wplan, qr/Device: cpu \(pinned pages\)/, 'hb_wide: auto pins the layout in a serial join');
+like($wplan, qr/Heap Order: one pass/, 'hb_wide: and sorts the matches');
+is($node->safe_psql('postgres', "$force $ho $wq"),
+	$node->safe_psql('postgres', "SET eytzgpu.enable_join = off; $wq"),
+	'hb_wide: the join answers right');
+
 $node->stop;
 done_testing();
