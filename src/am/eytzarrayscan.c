@@ -360,7 +360,11 @@ take_plain_chunk(EytzArrayScan *a, const EytzMatch *matches, int n,
 		order[i].row = row;
 		order[i].unused = p;
 	}
-	eytz_match_sort_keys(order, (uint32) n, order + a->chunk_cap);
+	/* an index-only scan needs only the visibility map read in order */
+	if (keys)
+		eytz_match_group_blocks(order, (uint32) n, order + a->chunk_cap);
+	else
+		eytz_match_sort_keys(order, (uint32) n, order + a->chunk_cap);
 	for (i = 0; i < n; i++)
 	{
 		eytz_tid_unpack(order[i].tid, &tids[i]);

@@ -74,7 +74,7 @@ eytz_image_init(void)
 							 &eytz_cpu_view, EYTZ_CPU_VIEW_AUTO, cpu_view_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("eytzgpu.search_prefetch",
-							 "Whether the batched CPU search descends the paths of its next queries ahead.",
+							 "Whether the batched CPU search goes by groups of queries, level by level.",
 							 "auto: where a batch has fewer keys than one in 32 entries and the index's "
 							 "keys take more than twice the CPU's largest cache; on: always; off: never.",
 							 &eytz_search_prefetch, EYTZ_SEARCH_PREFETCH_AUTO, search_prefetch_options,

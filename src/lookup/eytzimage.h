@@ -18,9 +18,9 @@
 extern int	eytz_image_cache_limit_mb;
 
 /*
- * GUC eytzgpu.search_prefetch: whether the batched CPU search descends each
- * group of queries' paths ahead of its walk (eytzimagesearch.c): auto where
- * the batch is sparse and the keys overflow the cache, on / off always
+ * GUC eytzgpu.search_prefetch: whether the batched CPU search goes by
+ * groups of queries, level by level (eytzimagesearch.c): auto where the
+ * batch is sparse and the keys overflow the cache, on / off always
  */
 typedef enum EytzSearchPrefetch
 {

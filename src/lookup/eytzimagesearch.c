@@ -24,9 +24,9 @@
  * bound by its work, not by the latency of its chain of loads;
  * bench/join_results.md, "Design measurements").  What the walk avoids
  * instead is branches on the way a search goes, a coin toss at every
- * level.  Where a batch is sparse and the keys overflow the cache, such
- * group descents run a group ahead of the walk, as its prefetcher only
- * (EYTZ_WARM_GROUP below).
+ * level.  Where a batch is sparse and the keys overflow the cache, the
+ * misses dominate instead: such a batch is searched by groups, level by
+ * level (EYTZ_GROUP below).
  */
 #include "postgres.h"
 
@@ -45,19 +45,27 @@
  */
 #define EYTZ_STREAM_AHEAD 64
 /* how far ahead the TID resolution prefetches */
-#define EYTZ_RESOLVE_AHEAD 16
+#define EYTZ_RESOLVE_AHEAD 64
 /*
- * A sparse batch (fewer queries than one in EYTZ_WARM_SPARSE entries) shares
+ * A sparse batch (fewer queries than one in EYTZ_GROUP_SPARSE entries) shares
  * only the top of its neighbours' paths, and where the keys are too large
- * for the cache (twice the last-level cache) the walk waits at each new node
- * below for a miss it could not see coming.  The next EYTZ_WARM_GROUP
- * queries' paths are then descended a group ahead, all of them a level at a
- * time, each node prefetched a group's worth of work before it is read, so
- * that the walk finds them cached.  Where the keys fit in the cache that
- * descent is work for nothing (bench/am_results.md, "warm-ahead").
+ * for the cache (twice the last-level cache) a walk query by query waits at
+ * each new node below for a miss it could not see coming.  Such a batch is
+ * searched a group of EYTZ_GROUP queries at a time, level by level: a
+ * level's pass over the group prefetches the node of the query
+ * EYTZ_GROUP_AHEAD places on, so the level's misses overlap (prefetching
+ * each child as it is found, or further ahead, filled the miss buffers and
+ * stalled: bench/am_results.md), and the matches are then taken query by
+ * query from the nodes the pass left in the cache.  Where the keys
+ * fit in the cache the shared walk compares fewer nodes (bench/am_results.md,
+ * "warm-ahead", "group search").  group_first holds a group's first
+ * candidates, level by level below the levels the whole group shares.
  */
-#define EYTZ_WARM_GROUP 32
-#define EYTZ_WARM_SPARSE 32
+#define EYTZ_GROUP 128
+/* how many queries ahead a level's pass prefetches their nodes */
+#define EYTZ_GROUP_AHEAD 32
+#define EYTZ_GROUP_SPARSE 32
+static uint64 group_first[EYTZ_MAX_LEVELS * EYTZ_GROUP];
 
 int			eytz_search_prefetch = EYTZ_SEARCH_PREFETCH_AUTO;
 
@@ -96,16 +104,16 @@ last_level_cache_bytes(void)
 }
 
 /*
- * eytzgpu.search_prefetch: whether a search of nq queries warms ahead; the
+ * eytzgpu.search_prefetch: whether a search of nq queries goes by groups; the
  * keys compete for the cache with what the scan reads between searches of
  * this layout (nearby_bytes: a partitioned join's other leaves)
  */
 static bool
-warm_ahead(const EytzLayoutImage *img, uint32 nq, Size key_width, uint64 nearby_bytes)
+search_by_group(const EytzLayoutImage *img, uint32 nq, Size key_width, uint64 nearby_bytes)
 {
 	if (eytz_search_prefetch != EYTZ_SEARCH_PREFETCH_AUTO)
 		return eytz_search_prefetch == EYTZ_SEARCH_PREFETCH_ON;
-	return (uint64) nq * EYTZ_WARM_SPARSE < img->meta.nentries &&
+	return (uint64) nq * EYTZ_GROUP_SPARSE < img->meta.nentries &&
 		img->meta.nentries * key_width + nearby_bytes > 2 * last_level_cache_bytes();
 }
 
@@ -216,6 +224,9 @@ typedef struct LevelStep
 #define SLOT_KEYS(KT, PAGED, pos) \
 	((PAGED) ? (const KT *) kp[(pos) / kpp] + (pos) % kpp : keys + (pos))
 
+/* The low key of query q: the search's locals packed, base and order */
+#define GROUP_LO(q) (packed ? base + (packed[q] >> 32) : order[q].tid)
+
 /* eytz_keys_per_page() as a constant, for the layouts a search is fixed for */
 #define KEYS_PER_PAGE(width, k) \
 	((uint64) (EYTZ_PAGE_CAPACITY / (width) - (EYTZ_PAGE_CAPACITY / (width)) % ((k) - 1)))
@@ -253,61 +264,184 @@ NAME##_level(const KT *keys, const char *const *kp, uint64 kpp, uint64 pos, \
 	return true; \
 } \
 \
-/* \
- * Prefetches the nodes on the paths of the ng queries with low keys lo[], \
- * descending all of them a level at a time (only the cache sees the result: \
- * a path stops at the partial node at the end of a level) \
- */ \
+/* Flags node s (nk) whose keys leave lb..ub or are out of order (pages only) */ \
 static inline void \
-NAME##_warm(const KT *keys, const char *const *kp, uint64 kpp, const uint64 *level_end, \
-			uint32 levels, uint32 k, const uint64 *lo, uint32 ng) \
+NAME##_check(const KT *nk, uint32 k, uint64 s, uint64 lb, uint64 ub, bool *bad, \
+			 uint64 *bad_slot) \
 { \
-	uint64		s[EYTZ_WARM_GROUP]; \
-	uint32		i, \
+	bool		b = nk[0] < lb || nk[k - 2] > ub; \
+	uint32		c; \
+\
+	for (c = 1; c < k - 1; c++) \
+		b |= nk[c] < nk[c - 1]; \
+	if (unlikely(b) && !*bad) \
+	{ \
+		*bad = true; \
+		*bad_slot = s; \
+	} \
+} \
+\
+/* \
+ * The whole queries of the group q0..q0+ng (see EYTZ_GROUP), a level at a \
+ * time: first every query's first candidate at each level (a level's pass \
+ * prefetching the nodes of the queries ahead), then each query's matches in \
+ * query order, from candidates whose nodes the first pass left in the cache.  Levels whose node and way down \
+ * the group's least and greatest low keys share are searched once.  Returns \
+ * the queries answered (fewer than ng when out is full). \
+ */ \
+static uint32 \
+NAME##_group(const KT *keys, const char *const *kp, uint64 kpp, const uint64 *level_end, \
+			 uint32 levels, uint32 k, const EytzMatch *order, const uint64 *packed, \
+			 uint64 base, const uint64 *qhi, uint32 q0, uint32 ng, uint32 limit, \
+			 EytzMatch *out, uint64 *mkeys, uint32 *n, bool *bad, uint64 *bad_slot) \
+{ \
+	uint64		lo[EYTZ_GROUP], \
+				s[EYTZ_GROUP], \
+				lb[EYTZ_GROUP], \
+				ub[EYTZ_GROUP]; \
+	uint64		shared_first[EYTZ_MAX_LEVELS]; \
+	uint64		min_lo = PG_UINT64_MAX, \
+				max_lo = 0, \
+				node = 0, \
+				node_lb = 0, \
+				node_ub = PG_UINT64_MAX; \
+	uint32		cnt = *n; \
+	uint32		d, \
+				g, \
 				l; \
 \
-	for (i = 0; i < ng; i++) \
-		s[i] = 0; \
-	for (l = 0; l < levels; l++) \
+	for (g = 0; g < ng; g++) \
+	{ \
+		lo[g] = GROUP_LO(q0 + g); \
+		min_lo = Min(min_lo, lo[g]); \
+		max_lo = Max(max_lo, lo[g]); \
+	} \
+	/* the levels every query of the group goes through alike */ \
+	for (d = 0; d < levels; d++) \
+	{ \
+		const KT   *nk; \
+		uint64		end = level_end[d], \
+					pos; \
+		uint32		c, \
+					jmin = 0, \
+					jmax = 0; \
+\
+		if (node + k - 1 > end) \
+			break; \
+		nk = SLOT_KEYS(KT, PAGED, node); \
+		_Pragma("GCC unroll 16") \
+		for (c = 0; c < k - 1; c++) \
+		{ \
+			jmin += nk[c] < min_lo; \
+			jmax += nk[c] < max_lo; \
+		} \
+		if (jmin != jmax) \
+			break; \
+		if (PAGED) \
+			NAME##_check(nk, k, node, node_lb, node_ub, bad, bad_slot); \
+		if (jmin > 0) \
+			node_lb = nk[jmin - 1]; \
+		if (jmin < k - 1) \
+			node_ub = nk[jmin]; \
+		pos = node + jmin; \
+		shared_first[d] = pos < end ? pos : NO_SLOT; \
+		node = eytz_child(node, jmin, k); \
+	} \
+	for (g = 0; g < ng; g++) \
+	{ \
+		s[g] = node; \
+		lb[g] = node_lb; \
+		ub[g] = node_ub; \
+	} \
+	/* every query's first candidate at each level below */ \
+	for (l = d; l < levels; l++) \
 	{ \
 		uint64		end = level_end[l]; \
+		uint64	   *first = group_first + (Size) (l - d) * EYTZ_GROUP; \
 \
-		for (i = 0; i < ng; i++) \
+		for (g = 0; g < ng; g++) \
 		{ \
 			const KT   *nk; \
+			uint64		pos; \
 			uint32		c, \
 						j = 0; \
 \
-			if (s[i] == NO_SLOT || s[i] + k - 1 > end) \
+			if (g + EYTZ_GROUP_AHEAD < ng && s[g + EYTZ_GROUP_AHEAD] < end) \
+				__builtin_prefetch(SLOT_KEYS(KT, PAGED, s[g + EYTZ_GROUP_AHEAD])); \
+			if (s[g] >= end) \
 			{ \
-				s[i] = NO_SLOT; \
+				/* no node here (only the bottom level is partial) */ \
+				first[g] = NO_SLOT; \
 				continue; \
 			} \
-			nk = SLOT_KEYS(KT, PAGED, s[i]); \
-			_Pragma("GCC unroll 16") \
-			for (c = 0; c < k - 1; c++) \
-				j += nk[c] < lo[i]; \
-			s[i] = eytz_child(s[i], j, k); \
-			if (l + 1 < levels && s[i] + k - 1 <= level_end[l + 1]) \
+			nk = SLOT_KEYS(KT, PAGED, s[g]); \
+			if (likely(s[g] + k - 1 <= end)) \
 			{ \
-				const char *first = (const char *) SLOT_KEYS(KT, PAGED, s[i]); \
-				const char *last = (const char *) SLOT_KEYS(KT, PAGED, s[i] + k - 2); \
+				_Pragma("GCC unroll 16") \
+				for (c = 0; c < k - 1; c++) \
+					j += nk[c] < lo[g]; \
+				if (PAGED) \
+				{ \
+					NAME##_check(nk, k, s[g], lb[g], ub[g], bad, bad_slot); \
+					if (j > 0) \
+						lb[g] = nk[j - 1]; \
+					if (j < k - 1) \
+						ub[g] = nk[j]; \
+				} \
+			} \
+			else \
+			{ \
+				/* the partial node at the end of the bottom level */ \
+				uint64		t; \
 \
-				__builtin_prefetch(first); \
-				if (((uintptr_t) first ^ (uintptr_t) last) >= PG_CACHE_LINE_SIZE) \
-					__builtin_prefetch(last); \
+				if (PAGED) \
+					for (t = s[g]; t < end; t++) \
+						if (unlikely((*SLOT_KEYS(KT, PAGED, t) < lb[g] || \
+									  *SLOT_KEYS(KT, PAGED, t) > ub[g] || \
+									  (t > s[g] && *SLOT_KEYS(KT, PAGED, t) < \
+									   *SLOT_KEYS(KT, PAGED, t - 1))) && !*bad)) \
+						{ \
+							*bad = true; \
+							*bad_slot = s[g]; \
+						} \
+				while (s[g] + j < end && *SLOT_KEYS(KT, PAGED, s[g] + j) < lo[g]) \
+					j++; \
+			} \
+			pos = s[g] + j; \
+			first[g] = pos < end ? pos : NO_SLOT; \
+			s[g] = eytz_child(s[g], j, k); \
+		} \
+	} \
+	/* the matches, query by query, level by level */ \
+	for (g = 0; g < ng; g++) \
+	{ \
+		uint64		hi = qhi ? qhi[order[q0 + g].row] : lo[g]; \
+		uint32		row = packed ? (uint32) packed[q0 + g] : order[q0 + g].unused; \
+		uint32		before = cnt; \
+\
+		for (l = 0; l < levels; l++) \
+		{ \
+			uint64		pos = l < d ? shared_first[l] : \
+				group_first[(Size) (l - d) * EYTZ_GROUP + g]; \
+\
+			if (pos == NO_SLOT || *SLOT_KEYS(KT, PAGED, pos) > hi) \
+				continue; \
+			if (!NAME##_level(keys, kp, kpp, pos, level_end[l], hi, row, limit, out, mkeys, &cnt)) \
+			{ \
+				*n = before; \
+				return g; \
 			} \
 		} \
 	} \
-	/* prefetches alone leave a function pure to GCC, which drops the calls */ \
-	pg_compiler_barrier(); \
+	*n = cnt; \
+	return ng; \
 } \
 \
 static uint32 \
 NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end, \
 	 const EytzMatch *order, const uint64 *packed, uint64 base, \
 	 const uint64 *qhi, uint32 nq, uint32 limit, EytzMatch *out, uint64 *mkeys, uint32 *n, \
-	 uint64 *bad_slot, bool warm) \
+	 uint64 *bad_slot, bool group) \
 { \
 	const KT   *keys = (const KT *) img->keys; \
 	const uint32 k = FANOUT ? FANOUT : img->meta.fanout; \
@@ -320,9 +454,25 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 	uint64		prev_lo = 0; \
 	bool		bad = false; \
 \
+	if (group) \
+	{ \
+		for (q = 0; q < nq;) \
+		{ \
+			uint32		ng = Min(nq - q, EYTZ_GROUP), \
+						done; \
+\
+			CHECK_FOR_INTERRUPTS(); \
+			done = NAME##_group(keys, kp, kpp, level_end, levels, k, order, packed, \
+								base, qhi, q, ng, limit, out, mkeys, &cnt, &bad, bad_slot); \
+			q += done; \
+			if (done < ng) \
+				break; \
+		} \
+		goto end; \
+	} \
 	for (q = 0; q < nq; q++) \
 	{ \
-		uint64		lo = packed ? base + (packed[q] >> 32) : order[q].tid; \
+		uint64		lo = GROUP_LO(q); \
 		uint64		hi = qhi ? qhi[order[q].row] : lo; \
 		uint32		row = packed ? (uint32) packed[q] : order[q].unused; \
 		uint32		before = cnt; \
@@ -336,25 +486,6 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 \
 		if ((q & 0x3FFF) == 0x3FFF) \
 			CHECK_FOR_INTERRUPTS(); \
-		/* the first group warmed for itself, then each group for the next */ \
-		if (warm && q % EYTZ_WARM_GROUP == 0) \
-		{ \
-			uint64		wlo[EYTZ_WARM_GROUP]; \
-			uint32		w, \
-						from = q == 0 ? 0 : q + EYTZ_WARM_GROUP, \
-						ng = Min(nq - Min(nq, from), (q == 0 ? 2 : 1) * EYTZ_WARM_GROUP); \
-\
-			for (w = 0; w < ng; w += EYTZ_WARM_GROUP) \
-			{ \
-				uint32		g, \
-							n = Min(ng - w, EYTZ_WARM_GROUP); \
-\
-				for (g = 0; g < n; g++) \
-					wlo[g] = packed ? base + (packed[from + w + g] >> 32) : \
-						order[from + w + g].tid; \
-				NAME##_warm(keys, kp, kpp, level_end, levels, k, wlo, n); \
-			} \
-		} \
 		/* a path is shared only in key order: out of order, from the root */ \
 		if (lo < prev_lo) \
 			depth = 0; \
@@ -410,17 +541,7 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 					j += nk[c] < lo; \
 				/* pages are not checked ahead: each node on the way, here */ \
 				if (PAGED) \
-				{ \
-					bool		b = nk[0] < lb || nk[k - 2] > ub; \
-\
-					for (c = 1; c < k - 1; c++) \
-						b |= nk[c] < nk[c - 1]; \
-					if (unlikely(b) && !bad) \
-					{ \
-						bad = true; \
-						*bad_slot = s; \
-					} \
-				} \
+					NAME##_check(nk, k, s, lb, ub, &bad, bad_slot); \
 				below = nk[j - (j > 0)]; \
 				above = nk[j - (j == k - 1)]; \
 				/* selects by masks: a compiler turns "j > 0 ? x : y" into a branch */ \
@@ -479,6 +600,7 @@ full: \
 		cnt = before; \
 		break; \
 	} \
+end: \
 	*n = cnt; \
 	if (PAGED && bad) \
 		return 0; \
@@ -491,7 +613,7 @@ typedef uint32 (*SortedSearch) (const EytzLayoutImage *img,
 								const uint64 *qhi,
 								uint32 nq, uint32 limit,
 								EytzMatch *out, uint64 *mkeys, uint32 *n,
-								uint64 *bad_slot, bool warm);
+								uint64 *bad_slot, bool group);
 
 DEFINE_SORTED_SEARCH(sorted_search_4, uint32, 0, false, 0)
 DEFINE_SORTED_SEARCH(sorted_search_8, uint64, 0, false, 0)
@@ -517,9 +639,12 @@ DEFINE_SORTED_SEARCH(paged_search_8_eks9, uint64, EYTZ_DEFAULT_FANOUT, true,
  * after the reads, no write overlapped them and each TID read is whole.
  * Otherwise they are read again, each under its page's share lock.  The
  * slots wait in "unused" meanwhile (a pinned view has fewer than 2^32).
+ * With a stage (keys only), each match's key moves with it, as in
+ * resolve_tids.
  */
 static uint32
-resolve_page_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n)
+resolve_page_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n,
+				  EytzStage *stage)
 {
 	const ItemPointerData *const *tp = image->tidpages;
 	EytzMetaPageData before,
@@ -573,6 +698,11 @@ resolve_page_tids(const EytzImage *image, EytzMatch *m, uint32 from, uint32 n)
 		m[out].tid = t;
 		m[out].row = m[i].row;
 		m[out].unused = out;
+		if (stage)
+		{
+			stage->keys[out] = stage->keys[i];
+			stage->have[out] = true;
+		}
 		out++;
 	}
 	return out;
@@ -609,7 +739,8 @@ eytz_image_search(const EytzImage *image,
 		bool		fixed = img->meta.keys_per_page ==
 			eytz_keys_per_page(img->meta.key_width, img->meta.fanout);
 
-		Assert(stage == NULL);
+		/* the pages' entries give keys: no included values */
+		Assert(stage == NULL || stage->ncols == 0);
 		if (img->meta.key_width == 4)
 			search = fixed && img->meta.fanout == 2 ? paged_search_4_ebs :
 				fixed && img->meta.fanout == EYTZ_DEFAULT_FANOUT ? paged_search_4_eks9 :
@@ -630,14 +761,14 @@ eytz_image_search(const EytzImage *image,
 	done = search(img, image->keypages, level_end, packed ? NULL : order + start,
 				  packed ? packed + start : NULL, base, hi, nq - start, max,
 				  out, mkeys, nout, &bad_slot,
-				  warm_ahead(img, nq - start, img->meta.key_width, nearby_bytes));
+				  search_by_group(img, nq - start, img->meta.key_width, nearby_bytes));
 	if (bad_slot != NO_SLOT)
 		EYTZ_CORRUPT(image->index, img->meta.keys_start + bad_slot / img->meta.keys_per_page,
 					 "Node at slot " UINT64_FORMAT " is out of order with the keys on its search path.",
 					 bad_slot);
 	if (image->keypages)
 	{
-		*nout = resolve_page_tids(image, out, first, *nout);
+		*nout = resolve_page_tids(image, out, first, *nout, stage);
 		image->use->keys += done;
 	}
 	else

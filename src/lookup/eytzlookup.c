@@ -668,8 +668,8 @@ eytz_lookup_want_columns(EytzLookup *lk, uint32 mask)
 		if (mask & (1U << c))
 			lk->stage.cols[j++] = c;
 	lk->stage.ncols = j;
-	/* the pinned view has no included values: another view answers */
-	if (lk->kind == EYTZ_VIEW_PINNED)
+	/* the pinned view has no included values: another view answers them */
+	if (lk->kind == EYTZ_VIEW_PINNED && !EYTZ_LOOKUP_PAGES_ANSWER(lk))
 		eytz_lookup_pin_view(lk, eytz_lookup_choose_view(lk, lk->expected_keys));
 	else if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||
 			 (lk->gpu && eytz_device_ndead(lk->gpu) < lk->meta.ndead))

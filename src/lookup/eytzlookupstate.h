@@ -108,6 +108,12 @@ struct EytzLookup
 /* eytzlookupview.c */
 
 /*
+ * May the pinned pages answer?  They give the matches' keys but no included
+ * values (eytz_lookup_want_columns)
+ */
+#define EYTZ_LOOKUP_PAGES_ANSWER(lk) (!(lk)->want || (lk)->stage.ncols == 0)
+
+/*
  * Pin a view of kind "want" (or the CPU image when the GPU cannot take the
  * index: lk->stats.cpu_reason says why) and the pending list, under the
  * generation the metapage names now

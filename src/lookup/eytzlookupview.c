@@ -247,7 +247,7 @@ eytz_lookup_pin_view(EytzLookup *lk, EytzViewKind want)
 		}
 	}
 	if (lk->kind == EYTZ_VIEW_PINNED &&
-		(lk->want || !eytz_image_pages_ok(lk->index, &lk->meta, lk->other_pages,
+		(!EYTZ_LOOKUP_PAGES_ANSWER(lk) || !eytz_image_pages_ok(lk->index, &lk->meta, lk->other_pages,
 										  IsInParallelMode())))
 		lk->kind = EYTZ_VIEW_IMAGE;
 	if (lk->kind == EYTZ_VIEW_PINNED)
@@ -314,7 +314,7 @@ eytz_lookup_choose_view(EytzLookup *lk, double nkeys)
 		}
 	}
 	return eytz_view_cost(&meta, eytz_image_resident(lk->index, meta.generation),
-						  !lk->want && eytz_image_pages_ok(lk->index, &meta, lk->other_pages,
+						  EYTZ_LOOKUP_PAGES_ANSWER(lk) && eytz_image_pages_ok(lk->index, &meta, lk->other_pages,
 														   IsInParallelMode()), gpu_ok,
 						  gpu_ok && (service ? eytz_service_resident(lk->index, &meta) :
 									 eytz_device_resident(lk->index, meta.generation)),

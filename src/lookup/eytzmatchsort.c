@@ -277,6 +277,34 @@ eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp)
 }
 
 /*
+ * Group m[0..n) by the highest TOP_BITS_MAX bits in which the TIDs differ:
+ * radix_sort's scatter alone, one pass through memory
+ */
+void
+eytz_match_group_blocks(EytzMatch *m, uint32 n, EytzMatch *tmp)
+{
+	RadixPass	top;
+	uint64		vary = 0;
+	uint32		i;
+	int			hi;
+
+	if (n < QSORT_BELOW)
+	{
+		eytz_match_sort_keys(m, n, tmp);
+		return;
+	}
+	for (i = 1; i < n; i++)
+		vary |= m[i].tid ^ m[0].tid;
+	if (vary == 0)
+		return;
+	hi = 64 - __builtin_clzll(vary);
+	top.on_row = false;
+	top.shift = Max(hi - TOP_BITS_MAX, __builtin_ctzll(vary));
+	top.bits = hi - top.shift;
+	match_buckets(m, n, tmp, &top, NULL, 0);
+}
+
+/*
  * radix_sort's scheme over 8-byte elements, on the bits of "bits" only:
  * half the bytes of an EytzMatch through memory at each pass.
  */

@@ -44,6 +44,15 @@ extern uint32 eytz_match_sort(EytzMatch *m, uint32 n, EytzMatch *tmp,
 extern void eytz_match_sort_keys(EytzMatch *m, uint32 n, EytzMatch *tmp);
 
 /*
+ * Order m[0..n) by the high bits of their TIDs only (tmp as above): one
+ * pass, which leaves the matches of a range of heap blocks together (the
+ * range 1/2048 of the chunk's spread of blocks, or finer), in no order
+ * within it.  Enough for an index-only scan, which reads the visibility map
+ * page of each block (a map page covers tens of thousands of blocks).
+ */
+extern void eytz_match_group_blocks(EytzMatch *m, uint32 n, EytzMatch *tmp);
+
+/*
  * Sort a[0..n) stably by the bits set in "bits" alone (tmp: scratch of n):
  * for 8-byte records that carry a key in those bits and a payload in the
  * others.

@@ -281,15 +281,28 @@ SELECT q, NULL FROM unnest(ARRAY[
 SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
 INSERT INTO ac SELECT (random() * 24000)::int4 - 12000 FROM generate_series(1, 3000);
 SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
--- the batched search's descent of its next queries ahead of its walk
+-- ac's queries and aa's arrays with a setting of this transaction
+CREATE FUNCTION checks_with(setting text, value text) RETURNS TABLE (q text, result text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config(setting, value, true);
+	RETURN QUERY SELECT c.q, aa_check(c.q, 'k', c.r, 'ac') FROM ac_q c ORDER BY c.q;
+	RETURN QUERY
+		SELECT a.name, aa_check(format('k = ANY((SELECT a FROM arrs WHERE name = %L)::int4[])', a.name),
+								'k, v', format('k IN (SELECT unnest(a) FROM arrs WHERE name = %L)', a.name))
+		  FROM arrs a ORDER BY a.name;
+END
+$$;
+-- the batched search by groups of queries, level by level
 -- (eytzgpu.search_prefetch; auto takes it for sparse batches into keys that
 -- overflow the CPU's cache) forced on, on both tables
-SET eytzgpu.search_prefetch = on;
-SELECT q, aa_check(q, 'k', r, 'ac') FROM ac_q ORDER BY q;
-SELECT name, aa_check(format('k = ANY((SELECT a FROM arrs WHERE name = %L)::int4[])', name), 'k, v',
-					  format('k IN (SELECT unnest(a) FROM arrs WHERE name = %L)', name))
-  FROM arrs ORDER BY name;
-RESET eytzgpu.search_prefetch;
+SELECT * FROM checks_with('eytzgpu.search_prefetch', 'on');
+-- the index's pages pinned (eytzgpu.cpu_view = pinned) answer the scans
+-- that need no included values from the index: plain scans, and index-only
+-- scans of an index without INCLUDE columns (the pages give the keys); aa's
+-- INCLUDE column keeps its index-only scans on the image
+SELECT * FROM checks_with('eytzgpu.cpu_view', 'pinned');
+DROP FUNCTION checks_with(text, text);
 DROP TABLE ac, ac_q;
 DROP TABLE aa, ab, arrs;
 DROP TABLE many;
