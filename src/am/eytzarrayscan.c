@@ -118,7 +118,7 @@ eytz_array_scan_begin(Relation index, const EytzRange *ranges, int nranges,
 	/* the view is chosen for every key the scan will look up */
 	a->lk = eytz_lookup_begin(index, (double) nranges, 0, cxt);
 	ncols = want_values ? (uint32) a->ncols : 0;
-	eytz_lookup_want_columns(a->lk, ncols == 0 ? 0 : (1U << ncols) - 1);
+	eytz_lookup_want_columns(a->lk, ncols == 0 ? 0 : (1U << ncols) - 1, want_values);
 	return a;
 }
 

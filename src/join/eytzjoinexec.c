@@ -343,7 +343,7 @@ eytz_join_start(EytzJoinState *st)
 	for (int l = 0; l < st->nleaves; l++)
 	{
 		if (st->index_only)
-			eytz_lookup_want_columns(st->leaves[l].lookup, st->include_mask);
+			eytz_lookup_want_columns(st->leaves[l].lookup, st->include_mask, true);
 		/* a relation-level predicate lock: the scan reads through no index pages */
 		PredicateLockRelation(st->leaves[l].heap, estate->es_snapshot);
 	}

@@ -657,18 +657,20 @@ eytz_lookup_stats(const EytzLookup *lk)
  * replaced by a current one (pin_view takes current images from now on).
  */
 void
-eytz_lookup_want_columns(EytzLookup *lk, uint32 mask)
+eytz_lookup_want_columns(EytzLookup *lk, uint32 mask, bool keys)
 {
 	int			c,
 				j = 0;
 
 	Assert(!lk->want && lk->cap == 0);
+	Assert(keys || mask == 0);
 	lk->want = true;
+	lk->want_keys = keys;
 	for (c = 0; c < EYTZ_MAX_INCLUDE; c++)
 		if (mask & (1U << c))
 			lk->stage.cols[j++] = c;
 	lk->stage.ncols = j;
-	/* the pinned view has no included values: another view answers them */
+	/* the pinned view answers only scans that need no values */
 	if (lk->kind == EYTZ_VIEW_PINNED && !EYTZ_LOOKUP_PAGES_ANSWER(lk))
 		eytz_lookup_pin_view(lk, eytz_lookup_choose_view(lk, lk->expected_keys));
 	else if ((lk->image && lk->image->img.meta.ndead < lk->meta.ndead) ||

@@ -118,6 +118,8 @@ extern const EytzLookupStats *eytz_lookup_stats(const EytzLookup *lk);
  * values[j][p] / isnull[j][p] the asked-for columns in increasing column
  * order (Datums of the columns' types).  Valid until the next call on lk.
  * The caller sorts the matches it fetches from the heap (eytz_match_sort).
+ * keys false (and mask 0): the caller needs no values, only the currency
+ * of the chunks (eytz_lookup_chunk_current).
  */
 typedef struct EytzChunkColumns
 {
@@ -127,7 +129,7 @@ typedef struct EytzChunkColumns
 	const bool *isnull[EYTZ_MAX_INCLUDE];
 } EytzChunkColumns;
 
-extern void eytz_lookup_want_columns(EytzLookup *lk, uint32 mask);
+extern void eytz_lookup_want_columns(EytzLookup *lk, uint32 mask, bool keys);
 extern const EytzChunkColumns *eytz_lookup_columns(const EytzLookup *lk);
 
 /*

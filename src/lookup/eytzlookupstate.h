@@ -95,6 +95,7 @@ struct EytzLookup
 
 	/* index-only joins: the matches' values (eytz_lookup_want_columns) */
 	bool		want;
+	bool		want_keys;		/* eytz_lookup_want_columns' keys */
 	EytzStage	stage;			/* by position as collected */
 	EytzChunkColumns cols;		/* the stage, as the caller reads it */
 	uint64		chunk_generation;	/* what the chunk's view had read */
@@ -108,10 +109,12 @@ struct EytzLookup
 /* eytzlookupview.c */
 
 /*
- * May the pinned pages answer?  They give the matches' keys but no included
- * values (eytz_lookup_want_columns)
+ * May the pinned pages answer?  Not a scan that returns keys or included
+ * values (eytz_lookup_want_columns): the pages give keys, but such a scan
+ * is one an image serves at memory speed, and the pinned pages would put
+ * off its load (bench/am_results.md, "array scans on the pinned pages")
  */
-#define EYTZ_LOOKUP_PAGES_ANSWER(lk) (!(lk)->want || (lk)->stage.ncols == 0)
+#define EYTZ_LOOKUP_PAGES_ANSWER(lk) (!(lk)->want || !(lk)->want_keys)
 
 /*
  * Pin a view of kind "want" (or the CPU image when the GPU cannot take the

@@ -298,9 +298,8 @@ $$;
 -- overflow the CPU's cache) forced on, on both tables
 SELECT * FROM checks_with('eytzgpu.search_prefetch', 'on');
 -- the index's pages pinned (eytzgpu.cpu_view = pinned) answer the scans
--- that need no included values from the index: plain scans, and index-only
--- scans of an index without INCLUDE columns (the pages give the keys); aa's
--- INCLUDE column keeps its index-only scans on the image
+-- that need no values from the index (index and bitmap scans); index-only
+-- scans stay on the image
 SELECT * FROM checks_with('eytzgpu.cpu_view', 'pinned');
 DROP FUNCTION checks_with(text, text);
 DROP TABLE ac, ac_q;
