@@ -10,7 +10,9 @@
  */
 #include "postgres.h"
 
+#include "access/nbtree.h"
 #include "commands/explain.h"
+#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
 #include "foreign/foreign.h"
@@ -71,6 +73,7 @@ typedef struct FdwJoinState
 	Oid			keytype;
 	SortSupportData sortsup;	/* the key type's default order */
 	FmgrInfo	hash_finfo;
+	bool		image_equal;	/* by value, equal keys are equal Datums */
 	int			nleaves;
 	FdwLeafState *leaves;
 	EytzPartRoute *route;
@@ -106,6 +109,7 @@ typedef struct FdwJoinState
 	double		wait_ms;
 } FdwJoinState;
 
+static bool key_image_equal(TypeCacheEntry *tc, Oid collation);
 static void fdwjoin_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *fdwjoin_exec(CustomScanState *node);
 static void fdwjoin_end(CustomScanState *node);
@@ -161,12 +165,14 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	st->otherqual = ExecInitQual(list_nth(cscan->custom_exprs, FJ_EXPR_OTHERQUAL),
 								 &node->ss.ps);
 
-	tc = lookup_type_cache(st->keytype, TYPECACHE_LT_OPR | TYPECACHE_HASH_PROC_FINFO);
+	tc = lookup_type_cache(st->keytype, TYPECACHE_LT_OPR | TYPECACHE_HASH_PROC_FINFO |
+						   TYPECACHE_BTREE_OPFAMILY);
 	st->sortsup.ssup_cxt = CurrentMemoryContext;
 	st->sortsup.ssup_collation = st->collation;
 	PrepareSortSupportFromOrderingOp(tc->lt_opr, &st->sortsup);
 	fmgr_info_copy(&st->hash_finfo, &tc->hash_proc_finfo, CurrentMemoryContext);
 	get_typlenbyvalalign(st->keytype, &st->typlen, &st->typbyval, &st->typalign);
+	st->image_equal = st->typbyval && key_image_equal(tc, st->collation);
 
 	st->outer_mslot = MakeSingleTupleTableSlot(ExecGetResultType(st->outer_ps),
 											   &TTSOpsMinimalTuple);
@@ -206,6 +212,24 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	st->last_leaf = 0;
 }
 
+/*
+ * Do equal keys of the type have equal images (its btree operator class's
+ * equalimage procedure says so, as for deduplication in btree indexes)?
+ */
+static bool
+key_image_equal(TypeCacheEntry *tc, Oid collation)
+{
+	Oid			proc;
+
+	if (!OidIsValid(tc->btree_opf))
+		return false;
+	proc = get_opfamily_proc(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
+							 BTEQUALIMAGE_PROC);
+	return OidIsValid(proc) &&
+		DatumGetBool(OidFunctionCall1Coll(proc, collation,
+										  ObjectIdGetDatum(tc->btree_opintype)));
+}
+
 static int
 key_cmp(const void *a, const void *b, void *arg)
 {
@@ -215,10 +239,30 @@ key_cmp(const void *a, const void *b, void *arg)
 							   st->keys[*(const int *) b], false, &st->sortsup);
 }
 
-static uint32
+/*
+ * The key's hash: a by-value key whose equal values are equal Datums
+ * (image_equal) is hashed as its Datum, without a call through fmgr (the
+ * batch is hashed here only: any hash that equal keys share will do)
+ */
+static inline uint32
 key_hash(FdwJoinState *st, Datum key)
 {
+	if (st->image_equal)
+	{
+		uint64		d = (uint64) key;
+
+		return murmurhash32((uint32) (d ^ (d >> 32)));
+	}
 	return DatumGetUInt32(FunctionCall1Coll(&st->hash_finfo, st->collation, key));
+}
+
+/* Whether the keys' equality is that of their Datums */
+static inline bool
+key_equal(FdwJoinState *st, Datum a, Datum b)
+{
+	if (st->image_equal)
+		return a == b;
+	return ApplySortComparator(a, false, b, false, &st->sortsup) == 0;
 }
 
 /* The scan tuple of an outer tuple and an inner one (or none) */
@@ -474,7 +518,7 @@ next_inner_row(FdwJoinState *st)
 			continue;
 		for (d = st->buckets[key_hash(st, key) & st->mask]; d >= 0; d = st->dnext[d])
 		{
-			if (ApplySortComparator(st->dkeys[d], false, key, false, &st->sortsup) == 0)
+			if (key_equal(st, st->dkeys[d], key))
 				break;
 		}
 		if (d < 0)

@@ -116,6 +116,32 @@ foreach my $inner ('inner_dist', 'inner_range', 'inner_single')
 	}
 }
 
+# keys of a type whose equal values may differ in their bits (float8: 0
+# and -0, NaNs) are hashed and compared by the type's own functions in the
+# batch (int4's, equal exactly when their bits are, by their Datums)
+$shards[0]->safe_psql('postgres', q{
+CREATE TABLE fk (k float8, v int4);
+INSERT INTO fk SELECT ('{0,-0,NaN,1.5,-Infinity,NULL,2.25}'::float8[])[1 + g % 7], g
+  FROM generate_series(1, 70) g;
+CREATE INDEX fk_k ON fk USING eytzgpu (k);
+VACUUM ANALYZE fk;
+});
+$coord->safe_psql('postgres', q{
+CREATE FOREIGN TABLE fk_f (k float8, v int4) SERVER shard0 OPTIONS (table_name 'fk');
+CREATE TABLE fk_local AS SELECT * FROM fk_f;
+CREATE TABLE fk_outer AS SELECT ('{-0,0,NaN,1.5,3,NULL,Infinity}'::float8[])[1 + g % 7] AS k, g AS w
+  FROM generate_series(1, 50) g;
+ANALYZE fk_f; ANALYZE fk_local; ANALYZE fk_outer;
+});
+foreach my $j (@joins[0 .. 3])
+{
+	my $q = sprintf($j =~ s/outer_local/fk_outer/r, 'fk_f');
+	my $ref = $coord->safe_psql('postgres', sprintf($j =~ s/outer_local/fk_outer/r, 'fk_local'));
+	like($coord->safe_psql('postgres', "$force EXPLAIN (COSTS OFF) $q"), qr/EytzGPU Foreign Join/,
+		"foreign join planned on float8 keys: $j");
+	is($coord->safe_psql('postgres', "$force $q"), $ref, "foreign join on float8 keys (0 = -0, NaN) answers as the local one: $j");
+}
+
 # one remote query per shard per batch, keys routed by the partition key;
 # the range-partitioned table routes no key to the empty shard's range
 # except 2147483647 (the outer keys' extreme)
