@@ -281,13 +281,32 @@ NAME##_check(const KT *nk, uint32 k, uint64 s, uint64 lb, uint64 ub, bool *bad, 
 	} \
 } \
 \
+/* The same for the partial node s..end at the end of the bottom level */ \
+static inline void \
+NAME##_check_partial(const KT *keys, const char *const *kp, uint64 kpp, uint64 s, \
+					 uint64 end, uint64 lb, uint64 ub, bool *bad, uint64 *bad_slot) \
+{ \
+	uint64		t; \
+\
+	for (t = s; t < end; t++) \
+		if (unlikely((*SLOT_KEYS(KT, PAGED, t) < lb || \
+					  *SLOT_KEYS(KT, PAGED, t) > ub || \
+					  (t > s && *SLOT_KEYS(KT, PAGED, t) < \
+					   *SLOT_KEYS(KT, PAGED, t - 1))) && !*bad)) \
+		{ \
+			*bad = true; \
+			*bad_slot = s; \
+		} \
+} \
+\
 /* \
  * The whole queries of the group q0..q0+ng (see EYTZ_GROUP), a level at a \
  * time: first every query's first candidate at each level (a level's pass \
  * prefetching the nodes of the queries ahead), then each query's matches in \
- * query order, from candidates whose nodes the first pass left in the cache.  Levels whose node and way down \
- * the group's least and greatest low keys share are searched once.  Returns \
- * the queries answered (fewer than ng when out is full). \
+ * query order, from candidates whose nodes the first pass left in the \
+ * cache.  Levels whose node and way down the group's least and greatest low \
+ * keys share are searched once.  Returns the queries answered (fewer than \
+ * ng when out is full). \
  */ \
 static uint32 \
 NAME##_group(const KT *keys, const char *const *kp, uint64 kpp, const uint64 *level_end, \
@@ -392,18 +411,9 @@ NAME##_group(const KT *keys, const char *const *kp, uint64 kpp, const uint64 *le
 			else \
 			{ \
 				/* the partial node at the end of the bottom level */ \
-				uint64		t; \
-\
 				if (PAGED) \
-					for (t = s[g]; t < end; t++) \
-						if (unlikely((*SLOT_KEYS(KT, PAGED, t) < lb[g] || \
-									  *SLOT_KEYS(KT, PAGED, t) > ub[g] || \
-									  (t > s[g] && *SLOT_KEYS(KT, PAGED, t) < \
-									   *SLOT_KEYS(KT, PAGED, t - 1))) && !*bad)) \
-						{ \
-							*bad = true; \
-							*bad_slot = s[g]; \
-						} \
+					NAME##_check_partial(keys, kp, kpp, s[g], end, lb[g], ub[g], \
+										 bad, bad_slot); \
 				while (s[g] + j < end && *SLOT_KEYS(KT, PAGED, s[g] + j) < lo[g]) \
 					j++; \
 			} \
@@ -557,19 +567,7 @@ NAME(const EytzLayoutImage *img, const char *const *kp, const uint64 *level_end,
 			{ \
 				/* the partial node at the end of the bottom level */ \
 				if (PAGED) \
-				{ \
-					uint64		t; \
-\
-					for (t = s; t < end; t++) \
-						if (unlikely((*SLOT_KEYS(KT, PAGED, t) < lb || \
-									  *SLOT_KEYS(KT, PAGED, t) > ub || \
-									  (t > s && *SLOT_KEYS(KT, PAGED, t) < \
-									   *SLOT_KEYS(KT, PAGED, t - 1))) && !bad)) \
-						{ \
-							bad = true; \
-							*bad_slot = s; \
-						} \
-				} \
+					NAME##_check_partial(keys, kp, kpp, s, end, lb, ub, &bad, bad_slot); \
 				while (s + j < end && *SLOT_KEYS(KT, PAGED, s + j) < lo) \
 					j++; \
 				if (j > 0) \

@@ -82,13 +82,14 @@
 double
 eytz_page_fault_cost(bool shared)
 {
-	static double measured[2] = {-1, -1};
+	static double measured_ns[2] = {-1, -1};
 	long		page = sysconf(_SC_PAGESIZE);
 	Size		len = (Size) page * FAULT_PROBE_PAGES;
 	double		best_ns = -1;
 
-	if (measured[shared] >= 0)
-		return measured[shared];
+	/* the time is kept, not the cost: cpu_operator_cost may change */
+	if (measured_ns[shared] >= 0)
+		return measured_ns[shared] / OPERATOR_NS * cpu_operator_cost;
 	for (int round = 0; round < 3; round++)
 	{
 		volatile char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -121,9 +122,8 @@ eytz_page_fault_cost(bool shared)
 		if (mem != MAP_FAILED)
 			munmap((void *) mem, len);
 	}
-	measured[shared] = best_ns < 0 ? 0 :
-		best_ns / FAULT_PROBE_PAGES / OPERATOR_NS * cpu_operator_cost;
-	return measured[shared];
+	measured_ns[shared] = best_ns < 0 ? 0 : best_ns / FAULT_PROBE_PAGES;
+	return measured_ns[shared] / OPERATOR_NS * cpu_operator_cost;
 }
 
 /*

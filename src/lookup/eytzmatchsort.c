@@ -104,6 +104,17 @@ digit_u64(const uint64 *e, const RadixPass *p)
 	return (uint32) ((*e >> p->shift) & ((UINT64CONST(1) << p->bits) - 1));
 }
 
+/* The digit of the highest bits of vary, at most bits of them */
+static void
+top_digit(RadixPass *top, uint64 vary, int bits, bool on_row)
+{
+	int			hi = 64 - __builtin_clzll(vary);
+
+	top->on_row = on_row;
+	top->shift = Max(hi - bits, __builtin_ctzll(vary));
+	top->bits = hi - top->shift;
+}
+
 /*
  * The top digit for n elements whose varying bits are vary: as many of the
  * highest varying bits as make buckets of about BUCKET_TARGET elements
@@ -111,13 +122,11 @@ digit_u64(const uint64 *e, const RadixPass *p)
 static void
 plan_top(RadixPass *top, uint64 vary, uint32 n, bool on_row)
 {
-	int			hi = 64 - __builtin_clzll(vary);
+	int			bits;
 
-	top->on_row = on_row;
-	for (top->bits = 1; top->bits < TOP_BITS_MAX && (n >> top->bits) > BUCKET_TARGET;)
-		top->bits++;
-	top->shift = Max(hi - top->bits, __builtin_ctzll(vary));
-	top->bits = hi - top->shift;
+	for (bits = 1; bits < TOP_BITS_MAX && (n >> bits) > BUCKET_TARGET;)
+		bits++;
+	top_digit(top, vary, bits, on_row);
 }
 
 /*
@@ -286,7 +295,6 @@ eytz_match_group_blocks(EytzMatch *m, uint32 n, EytzMatch *tmp)
 	RadixPass	top;
 	uint64		vary = 0;
 	uint32		i;
-	int			hi;
 
 	if (n < QSORT_BELOW)
 	{
@@ -297,10 +305,7 @@ eytz_match_group_blocks(EytzMatch *m, uint32 n, EytzMatch *tmp)
 		vary |= m[i].tid ^ m[0].tid;
 	if (vary == 0)
 		return;
-	hi = 64 - __builtin_clzll(vary);
-	top.on_row = false;
-	top.shift = Max(hi - TOP_BITS_MAX, __builtin_ctzll(vary));
-	top.bits = hi - top.shift;
+	top_digit(&top, vary, TOP_BITS_MAX, false);
 	match_buckets(m, n, tmp, &top, NULL, 0);
 }
 
