@@ -252,6 +252,7 @@ extern void eytz_read_pending(Relation index, const EytzMetaPageData *meta,
 /* eytzkeys.c */
 extern const EytzKeyType *eytz_key_type(Oid typid);
 extern const EytzKeyType *eytz_index_key_type(Relation index);
+/* *ranges is a scratch array: give it back with eytz_scratch_free */
 extern int	eytz_build_ranges(Relation index, ScanKey keys, int nkeys,
 							  EytzRange **ranges);
 extern bool scalar_range(Relation index, const EytzKeyType *kt,

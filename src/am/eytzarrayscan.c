@@ -106,15 +106,15 @@ eytz_array_scan_begin(Relation index, const EytzRange *ranges, int nranges,
 
 	a->index = index;
 	a->cxt = cxt;
-	a->ranges = MemoryContextAllocHuge(cxt, sizeof(EytzRange) * Max(nranges, 1));
+	a->ranges = eytz_scratch_alloc(cxt, sizeof(EytzRange) * Max(nranges, 1));
 	memcpy(a->ranges, ranges, sizeof(EytzRange) * nranges);
 	a->nranges = nranges;
 	a->want_values = want_values;
 	a->ncols = eytz_include_count(index);
 	a->slice_cap = slice_size(nranges);
-	a->lo = MemoryContextAllocHuge(cxt, sizeof(uint64) * a->slice_cap);
-	a->hi = MemoryContextAllocHuge(cxt, sizeof(uint64) * a->slice_cap);
-	a->rows = MemoryContextAllocHuge(cxt, sizeof(uint32) * a->slice_cap);
+	a->lo = eytz_scratch_alloc(cxt, sizeof(uint64) * a->slice_cap);
+	a->hi = eytz_scratch_alloc(cxt, sizeof(uint64) * a->slice_cap);
+	a->rows = eytz_scratch_alloc(cxt, sizeof(uint32) * a->slice_cap);
 	/* the view is chosen for every key the scan will look up */
 	a->lk = eytz_lookup_begin(index, (double) nranges, 0, cxt);
 	ncols = want_values ? (uint32) a->ncols : 0;
@@ -149,29 +149,29 @@ chunk_arrays(EytzArrayScan *a, int max)
 		return;
 	if (a->match_rows)
 	{
-		pfree(a->match_rows);
-		pfree(a->need);
-		pfree(a->found);
-		pfree(a->order);
+		eytz_scratch_free(a->match_rows);
+		eytz_scratch_free(a->need);
+		eytz_scratch_free(a->found);
+		eytz_scratch_free(a->order);
 		if (a->sort_keys)
 		{
-			pfree(a->sort_keys);
-			pfree(a->sort_values);
-			pfree(a->sort_isnull);
+			eytz_scratch_free(a->sort_keys);
+			eytz_scratch_free(a->sort_values);
+			eytz_scratch_free(a->sort_isnull);
 		}
 	}
-	a->match_rows = MemoryContextAllocHuge(a->cxt, sizeof(uint32) * max);
-	a->need = MemoryContextAllocHuge(a->cxt, sizeof(bool) * max);
-	a->found = MemoryContextAllocHuge(a->cxt, sizeof(bool) * max);
-	a->order = MemoryContextAllocHuge(a->cxt, sizeof(EytzMatch) * 2 * (Size) max);
+	a->match_rows = eytz_scratch_alloc(a->cxt, sizeof(uint32) * max);
+	a->need = eytz_scratch_alloc(a->cxt, sizeof(bool) * max);
+	a->found = eytz_scratch_alloc(a->cxt, sizeof(bool) * max);
+	a->order = eytz_scratch_alloc(a->cxt, sizeof(EytzMatch) * 2 * (Size) max);
 	a->sort_keys = NULL;
 	if (a->want_values)
 	{
 		Size		m = Max(a->ncols, 1);
 
-		a->sort_keys = MemoryContextAllocHuge(a->cxt, sizeof(uint64) * max);
-		a->sort_values = MemoryContextAllocHuge(a->cxt, sizeof(Datum) * m * max);
-		a->sort_isnull = MemoryContextAllocHuge(a->cxt, sizeof(bool) * m * max);
+		a->sort_keys = eytz_scratch_alloc(a->cxt, sizeof(uint64) * max);
+		a->sort_values = eytz_scratch_alloc(a->cxt, sizeof(Datum) * m * max);
+		a->sort_isnull = eytz_scratch_alloc(a->cxt, sizeof(bool) * m * max);
 	}
 	a->chunk_cap = max;
 }

@@ -20,6 +20,7 @@
 #include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/arrayaccess.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/lsyscache.h"
@@ -27,7 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "eytzam.h"
-#include "eytzmatchsort.h"			/* eytz_sort_u64 */
+#include "eytzmatchsort.h"			/* eytz_sort_u64, scratch arrays */
 
 #define SIGN32 UINT64CONST(0x80000000)
 #define SIGN64 UINT64CONST(0x8000000000000000)
@@ -412,7 +413,7 @@ ranges_by_lo(const void *a, const void *b)
 static void
 sort_points(EytzRange *r, int n)
 {
-	uint64	   *keys = palloc_extended(sizeof(uint64) * 2 * (Size) n, MCXT_ALLOC_HUGE);
+	uint64	   *keys = eytz_scratch_alloc(CurrentMemoryContext, sizeof(uint64) * 2 * (Size) n);
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -420,7 +421,7 @@ sort_points(EytzRange *r, int n)
 	eytz_sort_u64(keys, (uint32) n, keys + n, ~UINT64CONST(0));
 	for (i = 0; i < n; i++)
 		r[i].lo = r[i].hi = keys[i];
-	pfree(keys);
+	eytz_scratch_free(keys);
 }
 
 /* Sort ranges and merge overlapping or adjacent ones; returns the count */
@@ -457,8 +458,8 @@ static int
 intersect_ranges(const EytzRange *a, int na, const EytzRange *b, int nb,
 				 EytzRange **out)
 {
-	EytzRange  *res = palloc_extended(sizeof(EytzRange) * Max(na + nb, 1),
-									   MCXT_ALLOC_HUGE);
+	EytzRange  *res = eytz_scratch_alloc(CurrentMemoryContext,
+										  sizeof(EytzRange) * Max(na + nb, 1));
 	int			i = 0,
 				j = 0,
 				n = 0;
@@ -500,29 +501,30 @@ scankey_ranges(Relation index, const EytzKeyType *kt, ScanKey key,
 	{
 		ArrayType  *arr = DatumGetArrayTypeP(key->sk_argument);
 		Oid			elemtype = ARR_ELEMTYPE(arr);
+		int			nelems = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		array_iter	iter;
 		int16		typlen;
 		bool		typbyval;
 		char		typalign;
-		Datum	   *elems;
-		bool	   *nulls;
-		int			nelems;
 		int			i;
 
+		/* elements read in place: no Datum array to allocate and fill */
 		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-		deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
-						  &elems, &nulls, &nelems);
-		res = palloc_extended(sizeof(EytzRange) * Max(nelems, 1), MCXT_ALLOC_HUGE);
+		array_iter_setup(&iter, (AnyArrayType *) arr);
+		res = eytz_scratch_alloc(CurrentMemoryContext, sizeof(EytzRange) * Max(nelems, 1));
 		for (i = 0; i < nelems; i++)
 		{
-			if (nulls[i])
-				continue;
-			if (scalar_range(index, kt, key->sk_strategy, elemtype, elems[i], &res[n]))
+			bool		isnull;
+			Datum		elem = array_iter_next(&iter, &isnull, i, typlen, typbyval, typalign);
+
+			if (!isnull &&
+				scalar_range(index, kt, key->sk_strategy, elemtype, elem, &res[n]))
 				n++;
 		}
 	}
 	else
 	{
-		res = palloc(sizeof(EytzRange));
+		res = eytz_scratch_alloc(CurrentMemoryContext, sizeof(EytzRange));
 		if (scalar_range(index, kt, key->sk_strategy, key->sk_subtype,
 						 key->sk_argument, &res[0]))
 			n = 1;
@@ -539,7 +541,7 @@ int
 eytz_build_ranges(Relation index, ScanKey keys, int nkeys, EytzRange **ranges)
 {
 	const EytzKeyType *kt = eytz_index_key_type(index);
-	EytzRange  *cur = palloc(sizeof(EytzRange));
+	EytzRange  *cur = eytz_scratch_alloc(CurrentMemoryContext, sizeof(EytzRange));
 	int			ncur = 1;
 	int			i;
 
@@ -552,9 +554,9 @@ eytz_build_ranges(Relation index, ScanKey keys, int nkeys, EytzRange **ranges)
 		EytzRange  *next;
 
 		ncur = intersect_ranges(cur, ncur, kr, nk, &next);
-		pfree(cur);
+		eytz_scratch_free(cur);
 		if (kr)
-			pfree(kr);
+			eytz_scratch_free(kr);
 		cur = next;
 	}
 	*ranges = cur;

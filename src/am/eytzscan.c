@@ -41,6 +41,7 @@
 #include "utils/snapmgr.h"
 
 #include "eytzinclude.h"
+#include "eytzmatchsort.h"
 
 /* the first chunk: one pending page's worth, rounded up */
 #define EYTZ_FIRST_CHUNK	1024
@@ -96,6 +97,40 @@ eytz_beginscan(Relation r, int nkeys, int norderbys)
 	return scan;
 }
 
+/*
+ * The arrays of a chunk of cap TIDs (and their keys and values), in the
+ * scan's context: scratch arrays, so that a large chunk's pages are not
+ * mapped afresh by every scan
+ */
+static void
+alloc_chunk_arrays(EytzScanOpaque so, int cap, bool want_values)
+{
+	Size		m = Max(so->ncols, 1);
+
+	so->cap = cap;
+	so->tids = eytz_scratch_alloc(so->cxt, sizeof(ItemPointerData) * cap);
+	if (want_values)
+	{
+		so->keys = eytz_scratch_alloc(so->cxt, sizeof(uint64) * cap);
+		so->values = eytz_scratch_alloc(so->cxt, sizeof(Datum) * cap * m);
+		so->isnull = eytz_scratch_alloc(so->cxt, sizeof(bool) * cap * m);
+	}
+}
+
+static void
+free_chunk_arrays(EytzScanOpaque so)
+{
+	eytz_scratch_free(so->tids);
+	so->tids = NULL;
+	if (so->keys)
+	{
+		eytz_scratch_free(so->keys);
+		eytz_scratch_free(so->values);
+		eytz_scratch_free(so->isnull);
+		so->keys = NULL;
+	}
+}
+
 /* Forget the scan's search and its TIDs (rescan, end) */
 static void
 reset_scan(IndexScanDesc scan)
@@ -109,13 +144,7 @@ reset_scan(IndexScanDesc scan)
 	if (so->array)
 		eytz_array_scan_end(so->array);
 	if (so->tids)
-		pfree(so->tids);
-	if (so->keys)
-	{
-		pfree(so->keys);
-		pfree(so->values);
-		pfree(so->isnull);
-	}
+		free_chunk_arrays(so);
 	if (so->itup_buf)
 		pfree(so->itup_buf);
 	if (so->locked)
@@ -202,15 +231,12 @@ start_search(IndexScanDesc scan, int cap)
 		so->search = eytz_search_begin(scan->indexRelation, ranges, nranges);
 		so->recheck = true;
 	}
-	pfree(ranges);
-	so->cap = cap;
-	so->tids = palloc(sizeof(ItemPointerData) * cap);
+	eytz_scratch_free(ranges);
+	if (scan->xs_want_itup)
+		so->ncols = eytz_include_count(scan->indexRelation);
+	alloc_chunk_arrays(so, cap, scan->xs_want_itup);
 	if (scan->xs_want_itup)
 	{
-		so->ncols = eytz_include_count(scan->indexRelation);
-		so->keys = palloc(sizeof(uint64) * cap);
-		so->values = palloc(sizeof(Datum) * cap * Max(so->ncols, 1));
-		so->isnull = palloc(sizeof(bool) * cap * Max(so->ncols, 1));
 		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
 		plan_itup(so, scan->xs_itupdesc);
 		if (so->itup_cxt == NULL)
@@ -328,18 +354,10 @@ eytz_gettuple(IndexScanDesc scan, ScanDirection dir)
 		 */
 		if (so->ntids == so->cap && so->cap < max_chunk(so))
 		{
-			so->cap = Min(so->cap * 2, max_chunk(so));
-			pfree(so->tids);
-			so->tids = palloc(sizeof(ItemPointerData) * so->cap);
-			if (so->keys)
-			{
-				pfree(so->keys);
-				pfree(so->values);
-				pfree(so->isnull);
-				so->keys = palloc(sizeof(uint64) * so->cap);
-				so->values = palloc(sizeof(Datum) * so->cap * Max(so->ncols, 1));
-				so->isnull = palloc(sizeof(bool) * so->cap * Max(so->ncols, 1));
-			}
+			bool		want_values = so->keys != NULL;
+
+			free_chunk_arrays(so);
+			alloc_chunk_arrays(so, Min(so->cap * 2, max_chunk(so)), want_values);
 		}
 		if (so->keys)
 			so->ntids = next_itup_chunk(scan);

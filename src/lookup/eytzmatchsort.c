@@ -340,6 +340,9 @@ eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits)
  * first touch of fresh memory costs one page fault per 4 kB (a large share
  * of a join's time: bench/join_results.md, "Design measurements").
  */
+/* Arrays from this size on are advised onto huge pages */
+#define HUGE_MIN ((Size) 2 * 1024 * 1024)
+
 void *
 eytz_alloc_large(MemoryContext cxt, Size size)
 {
@@ -356,8 +359,26 @@ eytz_advise_huge(void *p, Size size)
 	uintptr_t	start = TYPEALIGN(4096, (uintptr_t) p);
 	uintptr_t	end = TYPEALIGN_DOWN(4096, (uintptr_t) p + size);
 
-	if (p != NULL && size >= 2 * 1024 * 1024 && end > start)
+	if (p != NULL && size >= HUGE_MIN && end > start)
 		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+/*
+ * Map all pages of a new scratch array below HUGE_MIN now, in one call: a
+ * kept array may serve a larger request than the one it came for, whose
+ * first touches of its further pages would each take a fault.  Larger
+ * arrays are on huge pages, a fault each 2 MB.
+ */
+static void
+populate_pages(void *p, Size size)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t	start = TYPEALIGN(4096, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN_DOWN(4096, (uintptr_t) p + size);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
 #endif
 }
 
@@ -365,18 +386,22 @@ eytz_advise_huge(void *p, Size size)
  * The scratch arrays a backend keeps: at most SCRATCH_KEEP of them and
  * SCRATCH_KEEP_BYTES of address space in all, the smallest dropped first
  * (only the pages a scan touched take memory: a chunk array sized for
- * work_mem holds the matches of the largest chunk); arrays below
- * SCRATCH_MIN are not worth keeping (malloc reuses those).
+ * work_mem holds the matches of the largest chunk).  Arrays below
+ * SCRATCH_MIN are freed: malloc keeps those in its heap.  Larger ones it
+ * maps afresh for each allocation until its first free of such a block
+ * raises its threshold, and the heap then grows into new pages once more,
+ * so a backend's first two scans would take a page fault for every page of
+ * their arrays (a third of the second `= ANY` of 100k keys).
  */
-#define SCRATCH_KEEP 16
+#define SCRATCH_KEEP 32
 #define SCRATCH_KEEP_BYTES ((Size) 1024 * 1024 * 1024)
-#define SCRATCH_MIN ((Size) 2 * 1024 * 1024)
+#define SCRATCH_MIN ((Size) 64 * 1024)
 
 /* The header before a scratch array */
 typedef struct ScratchBlock
 {
 	Size		size;			/* usable bytes after the header */
-	struct ScratchLease *lease; /* while taken */
+	struct ScratchLease *lease; /* while taken; NULL: a plain chunk of cxt */
 } ScratchBlock;
 
 /* A taken array's tie to the context it was taken for */
@@ -398,11 +423,6 @@ scratch_keep(ScratchBlock *b)
 	int			i;
 
 	b->lease = NULL;
-	if (b->size < SCRATCH_MIN)
-	{
-		pfree(b);
-		return;
-	}
 	/* make room: drop the smallest kept arrays while over the bounds */
 	for (i = 0; i < scratch_nkept; i++)
 		total += scratch_kept[i]->size;
@@ -444,6 +464,17 @@ eytz_scratch_alloc(MemoryContext cxt, Size size)
 	int			best = -1;
 	int			i;
 
+	/*
+	 * a small array is a plain chunk of cxt, without a lease (a lease stays
+	 * in cxt until its reset: scans rescanned many times would pile them up)
+	 */
+	if (size < SCRATCH_MIN)
+	{
+		b = MemoryContextAlloc(cxt, sizeof(ScratchBlock) + size);
+		b->size = size;
+		b->lease = NULL;
+		return b + 1;
+	}
 	/* the smallest kept array that fits, unless it is far too large */
 	for (i = 0; i < scratch_nkept; i++)
 		if (scratch_kept[i]->size >= size && scratch_kept[i]->size / 4 <= size &&
@@ -463,6 +494,8 @@ eytz_scratch_alloc(MemoryContext cxt, Size size)
 												ALLOCSET_SMALL_SIZES);
 		b = eytz_alloc_large(scratch_cxt, sizeof(ScratchBlock) + size);
 		b->size = size;
+		if (size < HUGE_MIN)
+			populate_pages(b, sizeof(ScratchBlock) + size);
 	}
 	b->lease = lease;
 	lease->block = b;
@@ -476,6 +509,11 @@ eytz_scratch_free(void *p)
 {
 	ScratchBlock *b = (ScratchBlock *) p - 1;
 
+	if (b->lease == NULL)
+	{
+		pfree(b);
+		return;
+	}
 	b->lease->block = NULL;
 	scratch_keep(b);
 }
