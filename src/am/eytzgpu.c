@@ -20,6 +20,7 @@
 #include "eytzam.h"
 #include "eytzjoin.h"
 #include "eytzlookup.h"
+#include "eytzmatchsort.h"
 #include "eytzservice.h"
 
 PG_MODULE_MAGIC;
@@ -52,6 +53,7 @@ _PG_init(void)
 					  "Pending entries that trigger a merge into the layout",
 					  EYTZ_PENDING_LIMIT_AUTO, 16, 64 * 1024 * 1024,
 					  AccessExclusiveLock);
+	eytz_alloc_init();
 	eytz_join_init();
 	eytz_heap_order_init();
 	eytz_fdwjoin_init();

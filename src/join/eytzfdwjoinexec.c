@@ -2,7 +2,7 @@
  * eytzfdwjoinexec.c
  *		The executor of the batched join over a foreign inner side
  *		("EytzGPU Foreign Join", planned by eytzfdwjoin.c): reads the outer
- *		side in batches, groups each batch's keys, sorted and distinct, sets
+ *		side in batches, groups each batch's rows by distinct key (a hash), sets
  *		each leaf's array parameter so that its ForeignScan sends one remote
  *		query per batch, matches the rows that come back with the batch
  *		through a hash of its keys, and tells EXPLAIN ANALYZE what each
@@ -45,6 +45,17 @@ typedef struct FdwLeafState
 	int			nkeys;
 } FdwLeafState;
 
+/*
+ * A distinct key of the batch, in an open-addressing table: the key inline,
+ * so that a returned row's probe costs one cache miss
+ */
+typedef struct FdwKeySlot
+{
+	Datum		key;
+	int			first;			/* its first batch row; -1: an empty slot */
+	int			last;			/* its last batch row */
+} FdwKeySlot;
+
 typedef enum FdwJoinPhase
 {
 	FJ_FILL,					/* read the next batch */
@@ -77,22 +88,25 @@ typedef struct FdwJoinState
 	int			nleaves;
 	FdwLeafState *leaves;
 	EytzPartRoute *route;
-	TupleTableSlot *outer_mslot;	/* a batch row */
+	int16	   *outer_len;		/* the outer columns' types */
+	bool	   *outer_byval;
 	MemoryContext batch_cxt;
 
-	/* the batch */
+	/*
+	 * the batch: row r's outer columns at values[r * nouter] (by-reference
+	 * ones copied), deformed once rather than at each match
+	 */
 	int			nrows;
 	int			maxrows;
-	MinimalTuple *rows;
+	Datum	   *values;
+	bool	   *isnull;
 	Datum	   *keys;
 	bool	   *keynull;
 	bool	   *matched;
-	int		   *next_same;		/* rows of one key */
+	int		   *next_same;		/* rows of one key, in batch order */
 	int			ndistinct;
-	Datum	   *dkeys;			/* sorted */
-	int		   *dfirst;
-	int		   *dnext;			/* hash chains */
-	int		   *buckets;
+	Datum	   *dkeys;			/* in order of first appearance */
+	FdwKeySlot *table;
 	uint32		mask;
 	bool		outer_done;
 
@@ -174,8 +188,15 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	get_typlenbyvalalign(st->keytype, &st->typlen, &st->typbyval, &st->typalign);
 	st->image_equal = st->typbyval && key_image_equal(tc, st->collation);
 
-	st->outer_mslot = MakeSingleTupleTableSlot(ExecGetResultType(st->outer_ps),
-											   &TTSOpsMinimalTuple);
+	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
+	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
+	for (i = 0; i < st->nouter; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ExecGetResultType(st->outer_ps), i);
+
+		st->outer_len[i] = att->attlen;
+		st->outer_byval[i] = att->attbyval;
+	}
 	st->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "EytzGPU Foreign Join batch",
 										  ALLOCSET_DEFAULT_SIZES);
 
@@ -228,15 +249,6 @@ key_image_equal(TypeCacheEntry *tc, Oid collation)
 	return OidIsValid(proc) &&
 		DatumGetBool(OidFunctionCall1Coll(proc, collation,
 										  ObjectIdGetDatum(tc->btree_opintype)));
-}
-
-static int
-key_cmp(const void *a, const void *b, void *arg)
-{
-	FdwJoinState *st = arg;
-
-	return ApplySortComparator(st->keys[*(const int *) a], false,
-							   st->keys[*(const int *) b], false, &st->sortsup);
 }
 
 /*
@@ -292,8 +304,40 @@ form_scan_tuple(FdwJoinState *st, TupleTableSlot *outer, TupleTableSlot *inner)
 static TupleTableSlot *
 form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 {
-	return form_scan_tuple(st, ExecStoreMinimalTuple(st->rows[r], st->outer_mslot, false),
-						   inner);
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	Size		at = (Size) r * st->nouter;
+	int			i;
+
+	ExecClearTuple(scan);
+	memcpy(scan->tts_values, &st->values[at], sizeof(Datum) * st->nouter);
+	memcpy(scan->tts_isnull, &st->isnull[at], sizeof(bool) * st->nouter);
+	if (inner != NULL)
+	{
+		slot_getallattrs(inner);
+		memcpy(scan->tts_values + st->nouter, inner->tts_values, sizeof(Datum) * st->ninner);
+		memcpy(scan->tts_isnull + st->nouter, inner->tts_isnull, sizeof(bool) * st->ninner);
+	}
+	else
+		for (i = 0; i < st->ninner; i++)
+			scan->tts_isnull[st->nouter + i] = true;
+	return ExecStoreVirtualTuple(scan);
+}
+
+/* The table slot of key, or -1 where the batch does not hold it */
+static inline int
+find_key(FdwJoinState *st, Datum key)
+{
+	uint32		i = key_hash(st, key) & st->mask;
+
+	for (;; i = (i + 1) & st->mask)
+	{
+		FdwKeySlot *slot = &st->table[i];
+
+		if (slot->first < 0)
+			return -1;
+		if (key_equal(st, slot->key, key))
+			return (int) i;
+	}
 }
 
 /* Append a row to the batch, growing its arrays */
@@ -302,8 +346,11 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 	int			r = st->nrows;
+	Size		w = Max(st->nouter, 1);
+	TupleTableSlot *scan;
 	Datum		key;
 	bool		isnull;
+	int			c;
 
 	if (r == st->maxrows)
 	{
@@ -311,20 +358,30 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 
 		if (st->maxrows == 0)
 		{
-			st->rows = palloc(sizeof(MinimalTuple) * n);
-			st->keys = palloc(sizeof(Datum) * n);
-			st->keynull = palloc(sizeof(bool) * n);
+			st->values = palloc_extended(sizeof(Datum) * w * n, MCXT_ALLOC_HUGE);
+			st->isnull = palloc_extended(sizeof(bool) * w * n, MCXT_ALLOC_HUGE);
+			st->keys = palloc_extended(sizeof(Datum) * n, MCXT_ALLOC_HUGE);
+			st->keynull = palloc_extended(sizeof(bool) * n, MCXT_ALLOC_HUGE);
 		}
 		else
 		{
-			st->rows = repalloc(st->rows, sizeof(MinimalTuple) * n);
-			st->keys = repalloc(st->keys, sizeof(Datum) * n);
-			st->keynull = repalloc(st->keynull, sizeof(bool) * n);
+			st->values = repalloc_huge(st->values, sizeof(Datum) * w * n);
+			st->isnull = repalloc_huge(st->isnull, sizeof(bool) * w * n);
+			st->keys = repalloc_huge(st->keys, sizeof(Datum) * n);
+			st->keynull = repalloc_huge(st->keynull, sizeof(bool) * n);
 		}
 		st->maxrows = n;
 	}
-	st->rows[r] = ExecCopySlotMinimalTuple(outer);
-	econtext->ecxt_scantuple = form_scan_tuple(st, outer, NULL);
+	scan = form_scan_tuple(st, outer, NULL);
+	for (c = 0; c < st->nouter; c++)
+	{
+		Size		at = (Size) r * st->nouter + c;
+
+		st->isnull[at] = scan->tts_isnull[c];
+		st->values[at] = scan->tts_isnull[c] || st->outer_byval[c] ? scan->tts_values[c] :
+			datumCopy(scan->tts_values[c], false, st->outer_len[c]);
+	}
+	econtext->ecxt_scantuple = scan;
 	key = ExecEvalExprSwitchContext(st->outer_key, econtext, &isnull);
 	st->keynull[r] = isnull;
 	st->keys[r] = isnull ? (Datum) 0 : datumCopy(key, st->typbyval, st->typlen);
@@ -341,7 +398,6 @@ fill_batch(FdwJoinState *st)
 {
 	Size		mem_limit = get_hash_memory_limit();
 	MemoryContext old;
-	int		   *order;
 	int			nkeyed = 0;
 	int			i,
 				d;
@@ -373,47 +429,47 @@ fill_batch(FdwJoinState *st)
 	st->matched = palloc0(sizeof(bool) * st->nrows);
 	st->next_same = palloc(sizeof(int) * st->nrows);
 
-	/* the distinct keys, sorted, each with its rows */
-	order = palloc(sizeof(int) * st->nrows);
+	/*
+	 * the distinct keys, each with its rows, in a hash table of the keys
+	 * (no sort: the leaves' index scans order their arrays themselves)
+	 */
 	for (i = 0; i < st->nrows; i++)
-		if (!st->keynull[i])
-			order[nkeyed++] = i;
-	qsort_arg(order, nkeyed, sizeof(int), key_cmp, st);
-	st->dkeys = palloc(sizeof(Datum) * Max(nkeyed, 1));
-	st->dfirst = palloc(sizeof(int) * Max(nkeyed, 1));
+		nkeyed += st->keynull[i] ? 0 : 1;
+	st->mask = 1;
+	while (st->mask < (uint32) nkeyed * 2)
+		st->mask <<= 1;
+	st->table = palloc_extended(sizeof(FdwKeySlot) * st->mask, MCXT_ALLOC_HUGE);
+	for (i = 0; i < (int) st->mask; i++)
+		st->table[i].first = -1;
+	st->mask--;
+	st->dkeys = palloc_extended(sizeof(Datum) * Max(nkeyed, 1), MCXT_ALLOC_HUGE);
 	st->ndistinct = 0;
-	for (i = 0; i < nkeyed; i++)
+	for (i = 0; i < st->nrows; i++)
 	{
-		int			r = order[i];
+		FdwKeySlot *slot;
+		uint32		h;
 
-		if (i > 0 && key_cmp(&order[i - 1], &order[i], st) == 0)
-		{
-			st->next_same[r] = st->dfirst[st->ndistinct - 1];
-			st->dfirst[st->ndistinct - 1] = r;
+		st->next_same[i] = -1;
+		if (st->keynull[i])
 			continue;
+		for (h = key_hash(st, st->keys[i]) & st->mask;; h = (h + 1) & st->mask)
+		{
+			slot = &st->table[h];
+			if (slot->first < 0 || key_equal(st, slot->key, st->keys[i]))
+				break;
 		}
-		st->dkeys[st->ndistinct] = st->keys[r];
-		st->dfirst[st->ndistinct] = r;
-		st->next_same[r] = -1;
-		st->ndistinct++;
+		/* rows of one key chained in batch order: added at the last */
+		if (slot->first < 0)
+		{
+			slot->key = st->keys[i];
+			slot->first = i;
+			st->dkeys[st->ndistinct++] = st->keys[i];
+		}
+		else
+			st->next_same[slot->last] = i;
+		slot->last = i;
 	}
 	st->distinct_keys += st->ndistinct;
-
-	/* the hash of the distinct keys */
-	st->mask = 1;
-	while (st->mask < (uint32) st->ndistinct * 2)
-		st->mask <<= 1;
-	st->buckets = palloc(sizeof(int) * st->mask);
-	memset(st->buckets, -1, sizeof(int) * st->mask);
-	st->mask--;
-	st->dnext = palloc(sizeof(int) * Max(st->ndistinct, 1));
-	for (d = 0; d < st->ndistinct; d++)
-	{
-		uint32		b = key_hash(st, st->dkeys[d]) & st->mask;
-
-		st->dnext[d] = st->buckets[b];
-		st->buckets[b] = d;
-	}
 
 	if (st->ndistinct == 0)
 	{
@@ -421,7 +477,7 @@ fill_batch(FdwJoinState *st)
 		return true;
 	}
 
-	/* the keys of each leaf, in sorted order */
+	/* the keys of each leaf */
 	if (st->route != NULL)
 	{
 		for (i = 0; i < st->nleaves; i++)
@@ -500,14 +556,20 @@ next_inner_row(FdwJoinState *st)
 		TupleTableSlot *inner;
 		Datum		key;
 		bool		isnull;
-		int			d;
+		int			t;
 		int			l;
 
-		INSTR_TIME_SET_CURRENT(t0);
-		inner = ExecProcNode(st->inner_ps);
-		INSTR_TIME_SET_CURRENT(t1);
-		INSTR_TIME_SUBTRACT(t1, t0);
-		st->wait_ms += INSTR_TIME_GET_MILLISEC(t1);
+		/* the clock read only for EXPLAIN ANALYZE's timing: two reads a row */
+		if (st->css.ss.ps.instrument == NULL || !st->css.ss.ps.instrument->need_timer)
+			inner = ExecProcNode(st->inner_ps);
+		else
+		{
+			INSTR_TIME_SET_CURRENT(t0);
+			inner = ExecProcNode(st->inner_ps);
+			INSTR_TIME_SET_CURRENT(t1);
+			INSTR_TIME_SUBTRACT(t1, t0);
+			st->wait_ms += INSTR_TIME_GET_MILLISEC(t1);
+		}
 		if (TupIsNull(inner))
 			return false;
 		l = leaf_of_slot(st, inner);
@@ -516,15 +578,11 @@ next_inner_row(FdwJoinState *st)
 		key = slot_getattr(inner, st->key_col, &isnull);
 		if (isnull)
 			continue;
-		for (d = st->buckets[key_hash(st, key) & st->mask]; d >= 0; d = st->dnext[d])
-		{
-			if (key_equal(st, st->dkeys[d], key))
-				break;
-		}
-		if (d < 0)
+		t = find_key(st, key);
+		if (t < 0)
 			continue;
 		st->inner_slot = inner;
-		st->cur_row = st->dfirst[d];
+		st->cur_row = st->table[t].first;
 		return true;
 	}
 }
@@ -633,7 +691,6 @@ fdwjoin_end(CustomScanState *node)
 
 	ExecEndNode(st->outer_ps);
 	ExecEndNode(st->inner_ps);
-	ExecDropSingleTupleTableSlot(st->outer_mslot);
 	MemoryContextDelete(st->batch_cxt);
 }
 

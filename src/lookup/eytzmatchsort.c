@@ -343,6 +343,9 @@ eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits)
 /* Arrays from this size on are advised onto huge pages */
 #define HUGE_MIN ((Size) 2 * 1024 * 1024)
 
+/* The block eytz_alloc_init frees: a few MB */
+#define ALLOC_WARM_BLOCK ((Size) 4 * 1024 * 1024)
+
 void *
 eytz_alloc_large(MemoryContext cxt, Size size)
 {
@@ -383,15 +386,35 @@ populate_pages(void *p, Size size)
 }
 
 /*
+ * Set malloc up as a backend's first large free would.  glibc maps each
+ * block above its threshold (128 kB at first) afresh and gives it back on
+ * free, and returns its heap's free top above twice that, until the first
+ * free of a mapped block raises both to the block's size.  Until then every
+ * scan's arrays of a few hundred kB, ours and PostgreSQL's (an array's
+ * elements, a bitmap's pages, the planner's), take a page fault for each of
+ * their pages (each a few us; 14 us on a paravirtualized guest), scan after
+ * scan in a backend that frees no larger block, as a shard's backend
+ * answering batches of keys does.  A threshold set with mallopt or
+ * MALLOC_MMAP_THRESHOLD_ is left as set (glibc ignores the raise then).
+ */
+void
+eytz_alloc_init(void)
+{
+	void	   *volatile block = malloc(ALLOC_WARM_BLOCK);
+
+	free(block);
+}
+
+/*
  * The scratch arrays a backend keeps: at most SCRATCH_KEEP of them and
  * SCRATCH_KEEP_BYTES of address space in all, the smallest dropped first
  * (only the pages a scan touched take memory: a chunk array sized for
  * work_mem holds the matches of the largest chunk).  Arrays below
- * SCRATCH_MIN are freed: malloc keeps those in its heap.  Larger ones it
- * maps afresh for each allocation until its first free of such a block
- * raises its threshold, and the heap then grows into new pages once more,
- * so a backend's first two scans would take a page fault for every page of
- * their arrays (a third of the second `= ANY` of 100k keys).
+ * SCRATCH_MIN are freed.  Larger ones are kept rather than left to malloc:
+ * freed, they come back at other places of its heap as the scans around
+ * them allocate differently (a backend's second `= ANY` of 100k keys took a
+ * page fault for each page of its arrays after the first had loaded the
+ * image).
  */
 #define SCRATCH_KEEP 32
 #define SCRATCH_KEEP_BYTES ((Size) 1024 * 1024 * 1024)

@@ -89,6 +89,8 @@ typedef struct EytzGpuAnswer
 	bool		staged;
 } EytzGpuAnswer;
 
+/* At load: malloc set to keep blocks below a few MB (see the function) */
+extern void eytz_alloc_init(void);
 /* A large array in cxt, on huge pages where the kernel has them */
 extern void *eytz_alloc_large(MemoryContext cxt, Size size);
 /* Ask for huge pages under an array allocated otherwise (p may be NULL) */

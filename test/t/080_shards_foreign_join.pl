@@ -95,7 +95,10 @@ my @joins = (
 	# a LEFT join's qual on the inner side above it, and one within it
 	'SELECT count(*), count(i.v), sum(o.w::int8) FROM outer_local o LEFT JOIN %s i ON i.k = o.k AND i.v %% 5 = 0',
 	'SELECT count(*), sum(o.w::int8) FROM outer_local o LEFT JOIN %s i ON i.k = o.k WHERE i.v IS NULL OR i.v %% 7 = 1',
-	'SELECT count(*), sum(o.w::int8) FROM outer_local o WHERE NOT EXISTS (SELECT FROM %s i WHERE i.k = o.k AND local_odd(i.v + o.w))',);
+	'SELECT count(*), sum(o.w::int8) FROM outer_local o WHERE NOT EXISTS (SELECT FROM %s i WHERE i.k = o.k AND local_odd(i.v + o.w))',
+	# outer values by reference (text), copied into the batch and read at each match
+	q{SELECT count(*), sum(length(o.t)), md5(string_agg(o.t || ':' || i.v, ',' ORDER BY o.t, i.v)) FROM (SELECT k, repeat('ab', w %% 40) || w AS t FROM outer_local) o JOIN %s i ON i.k = o.k AND o.t <> i.v::text},
+	q{SELECT count(*), count(i.v), md5(string_agg(o.t || ':' || coalesce(i.v::text, '-'), ',' ORDER BY o.t, i.v)) FROM (SELECT k, CASE WHEN w %% 9 = 0 THEN NULL ELSE repeat('yz', w %% 30) || w END AS t FROM outer_local) o LEFT JOIN %s i ON i.k = o.k},);
 
 my %reference = (inner_dist => 'inner_local', inner_range => 'inner_range_local',
 	inner_single => 'inner_local');
