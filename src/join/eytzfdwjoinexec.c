@@ -277,17 +277,17 @@ key_equal(FdwJoinState *st, Datum a, Datum b)
 	return ApplySortComparator(a, false, b, false, &st->sortsup) == 0;
 }
 
-/* The scan tuple of an outer tuple and an inner one (or none) */
+/* The scan tuple of outer values and an inner tuple (or none) */
 static TupleTableSlot *
-form_scan_tuple(FdwJoinState *st, TupleTableSlot *outer, TupleTableSlot *inner)
+form_scan_tuple(FdwJoinState *st, const Datum *values, const bool *isnull,
+				TupleTableSlot *inner)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	int			i;
 
 	ExecClearTuple(scan);
-	slot_getallattrs(outer);
-	memcpy(scan->tts_values, outer->tts_values, sizeof(Datum) * st->nouter);
-	memcpy(scan->tts_isnull, outer->tts_isnull, sizeof(bool) * st->nouter);
+	memcpy(scan->tts_values, values, sizeof(Datum) * st->nouter);
+	memcpy(scan->tts_isnull, isnull, sizeof(bool) * st->nouter);
 	if (inner != NULL)
 	{
 		slot_getallattrs(inner);
@@ -304,23 +304,9 @@ form_scan_tuple(FdwJoinState *st, TupleTableSlot *outer, TupleTableSlot *inner)
 static TupleTableSlot *
 form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 {
-	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	Size		at = (Size) r * st->nouter;
-	int			i;
 
-	ExecClearTuple(scan);
-	memcpy(scan->tts_values, &st->values[at], sizeof(Datum) * st->nouter);
-	memcpy(scan->tts_isnull, &st->isnull[at], sizeof(bool) * st->nouter);
-	if (inner != NULL)
-	{
-		slot_getallattrs(inner);
-		memcpy(scan->tts_values + st->nouter, inner->tts_values, sizeof(Datum) * st->ninner);
-		memcpy(scan->tts_isnull + st->nouter, inner->tts_isnull, sizeof(bool) * st->ninner);
-	}
-	else
-		for (i = 0; i < st->ninner; i++)
-			scan->tts_isnull[st->nouter + i] = true;
-	return ExecStoreVirtualTuple(scan);
+	return form_scan_tuple(st, &st->values[at], &st->isnull[at], inner);
 }
 
 /* The table slot of key, or -1 where the batch does not hold it */
@@ -372,7 +358,8 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 		}
 		st->maxrows = n;
 	}
-	scan = form_scan_tuple(st, outer, NULL);
+	slot_getallattrs(outer);
+	scan = form_scan_tuple(st, outer->tts_values, outer->tts_isnull, NULL);
 	for (c = 0; c < st->nouter; c++)
 	{
 		Size		at = (Size) r * st->nouter + c;
