@@ -56,6 +56,17 @@ typedef struct FdwKeySlot
 	int			last;			/* its last batch row */
 } FdwKeySlot;
 
+/*
+ * A batch row, all that a match reads of it in one place (one cache miss):
+ * its chain and flag, then its nouter isnull flags, and at values_off its
+ * nouter outer column values (by-reference ones copied)
+ */
+typedef struct FdwBatchRow
+{
+	int			next_same;		/* the next row of its key, or -1 */
+	bool		matched;
+} FdwBatchRow;
+
 typedef enum FdwJoinPhase
 {
 	FJ_FILL,					/* read the next batch */
@@ -93,17 +104,16 @@ typedef struct FdwJoinState
 	MemoryContext batch_cxt;
 
 	/*
-	 * the batch: row r's outer columns at values[r * nouter] (by-reference
-	 * ones copied), deformed once rather than at each match
+	 * the batch: row r at rows + r * row_width, its outer columns deformed
+	 * once rather than at each match; its key in keys[r]
 	 */
 	int			nrows;
 	int			maxrows;
-	Datum	   *values;
-	bool	   *isnull;
+	char	   *rows;
+	Size		row_width;
+	Size		values_off;
 	Datum	   *keys;
 	bool	   *keynull;
-	bool	   *matched;
-	int		   *next_same;		/* rows of one key, in batch order */
 	int			ndistinct;
 	Datum	   *dkeys;			/* in order of first appearance */
 	FdwKeySlot *table;
@@ -188,6 +198,8 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	get_typlenbyvalalign(st->keytype, &st->typlen, &st->typbyval, &st->typalign);
 	st->image_equal = st->typbyval && key_image_equal(tc, st->collation);
 
+	st->values_off = MAXALIGN(sizeof(FdwBatchRow) + st->nouter);
+	st->row_width = st->values_off + sizeof(Datum) * st->nouter;
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	for (i = 0; i < st->nouter; i++)
@@ -300,13 +312,31 @@ form_scan_tuple(FdwJoinState *st, const Datum *values, const bool *isnull,
 	return ExecStoreVirtualTuple(scan);
 }
 
+static inline FdwBatchRow *
+batch_row(FdwJoinState *st, int r)
+{
+	return (FdwBatchRow *) (st->rows + (Size) r * st->row_width);
+}
+
+static inline Datum *
+row_values(FdwJoinState *st, FdwBatchRow *row)
+{
+	return (Datum *) ((char *) row + st->values_off);
+}
+
+static inline bool *
+row_isnull(FdwBatchRow *row)
+{
+	return (bool *) (row + 1);
+}
+
 /* The scan tuple of batch row r and an inner tuple (or none) */
 static TupleTableSlot *
 form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 {
-	Size		at = (Size) r * st->nouter;
+	FdwBatchRow *row = batch_row(st, r);
 
-	return form_scan_tuple(st, &st->values[at], &st->isnull[at], inner);
+	return form_scan_tuple(st, row_values(st, row), row_isnull(row), inner);
 }
 
 /* The table slot of key, or -1 where the batch does not hold it */
@@ -332,8 +362,8 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 {
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 	int			r = st->nrows;
-	Size		w = Max(st->nouter, 1);
 	TupleTableSlot *scan;
+	FdwBatchRow *row;
 	Datum		key;
 	bool		isnull;
 	int			c;
@@ -344,15 +374,13 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 
 		if (st->maxrows == 0)
 		{
-			st->values = palloc_extended(sizeof(Datum) * w * n, MCXT_ALLOC_HUGE);
-			st->isnull = palloc_extended(sizeof(bool) * w * n, MCXT_ALLOC_HUGE);
+			st->rows = palloc_extended(st->row_width * n, MCXT_ALLOC_HUGE);
 			st->keys = palloc_extended(sizeof(Datum) * n, MCXT_ALLOC_HUGE);
 			st->keynull = palloc_extended(sizeof(bool) * n, MCXT_ALLOC_HUGE);
 		}
 		else
 		{
-			st->values = repalloc_huge(st->values, sizeof(Datum) * w * n);
-			st->isnull = repalloc_huge(st->isnull, sizeof(bool) * w * n);
+			st->rows = repalloc_huge(st->rows, st->row_width * n);
 			st->keys = repalloc_huge(st->keys, sizeof(Datum) * n);
 			st->keynull = repalloc_huge(st->keynull, sizeof(bool) * n);
 		}
@@ -360,12 +388,13 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 	}
 	slot_getallattrs(outer);
 	scan = form_scan_tuple(st, outer->tts_values, outer->tts_isnull, NULL);
+	row = batch_row(st, r);
+	row->next_same = -1;
+	row->matched = false;
 	for (c = 0; c < st->nouter; c++)
 	{
-		Size		at = (Size) r * st->nouter + c;
-
-		st->isnull[at] = scan->tts_isnull[c];
-		st->values[at] = scan->tts_isnull[c] || st->outer_byval[c] ? scan->tts_values[c] :
+		row_isnull(row)[c] = scan->tts_isnull[c];
+		row_values(st, row)[c] = scan->tts_isnull[c] || st->outer_byval[c] ? scan->tts_values[c] :
 			datumCopy(scan->tts_values[c], false, st->outer_len[c]);
 	}
 	econtext->ecxt_scantuple = scan;
@@ -413,8 +442,6 @@ fill_batch(FdwJoinState *st)
 	old = MemoryContextSwitchTo(st->batch_cxt);
 	st->batches++;
 	st->outer_rows += st->nrows;
-	st->matched = palloc0(sizeof(bool) * st->nrows);
-	st->next_same = palloc(sizeof(int) * st->nrows);
 
 	/*
 	 * the distinct keys, each with its rows, in a hash table of the keys
@@ -436,7 +463,6 @@ fill_batch(FdwJoinState *st)
 		FdwKeySlot *slot;
 		uint32		h;
 
-		st->next_same[i] = -1;
 		if (st->keynull[i])
 			continue;
 		for (h = key_hash(st, st->keys[i]) & st->mask;; h = (h + 1) & st->mask)
@@ -453,7 +479,7 @@ fill_batch(FdwJoinState *st)
 			st->dkeys[st->ndistinct++] = st->keys[i];
 		}
 		else
-			st->next_same[slot->last] = i;
+			batch_row(st, slot->last)->next_same = i;
 		slot->last = i;
 	}
 	st->distinct_keys += st->ndistinct;
@@ -619,9 +645,10 @@ fdwjoin_exec(CustomScanState *node)
 				while (st->cur_row >= 0)
 				{
 					int			r = st->cur_row;
+					FdwBatchRow *row = batch_row(st, r);
 
-					st->cur_row = st->next_same[r];
-					if (st->matched[r] &&
+					st->cur_row = row->next_same;
+					if (row->matched &&
 						(st->jointype == JOIN_SEMI || st->jointype == JOIN_ANTI))
 						continue;
 					econtext->ecxt_scantuple = form_batch_scan_tuple(st, r, st->inner_slot);
@@ -630,7 +657,7 @@ fdwjoin_exec(CustomScanState *node)
 						ResetExprContext(econtext);
 						continue;
 					}
-					st->matched[r] = true;
+					row->matched = true;
 					if (st->jointype == JOIN_ANTI)
 						continue;
 					if (st->otherqual && !ExecQual(st->otherqual, econtext))
@@ -651,7 +678,7 @@ fdwjoin_exec(CustomScanState *node)
 					{
 						int			r = st->cur_row++;
 
-						if (st->matched[r])
+						if (batch_row(st, r)->matched)
 							continue;
 						econtext->ecxt_scantuple = form_batch_scan_tuple(st, r, NULL);
 						if (st->otherqual && !ExecQual(st->otherqual, econtext))
