@@ -339,9 +339,9 @@ form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 	return form_scan_tuple(st, row_values(st, row), row_isnull(row), inner);
 }
 
-/* The table slot of key, or -1 where the batch does not hold it */
-static inline int
-find_key(FdwJoinState *st, Datum key)
+/* The table slot that holds key, or the empty one where it would go */
+static inline FdwKeySlot *
+key_slot(FdwJoinState *st, Datum key)
 {
 	uint32		i = key_hash(st, key) & st->mask;
 
@@ -349,10 +349,8 @@ find_key(FdwJoinState *st, Datum key)
 	{
 		FdwKeySlot *slot = &st->table[i];
 
-		if (slot->first < 0)
-			return -1;
-		if (key_equal(st, slot->key, key))
-			return (int) i;
+		if (slot->first < 0 || key_equal(st, slot->key, key))
+			return slot;
 	}
 }
 
@@ -461,16 +459,10 @@ fill_batch(FdwJoinState *st)
 	for (i = 0; i < st->nrows; i++)
 	{
 		FdwKeySlot *slot;
-		uint32		h;
 
 		if (st->keynull[i])
 			continue;
-		for (h = key_hash(st, st->keys[i]) & st->mask;; h = (h + 1) & st->mask)
-		{
-			slot = &st->table[h];
-			if (slot->first < 0 || key_equal(st, slot->key, st->keys[i]))
-				break;
-		}
+		slot = key_slot(st, st->keys[i]);
 		/* rows of one key chained in batch order: added at the last */
 		if (slot->first < 0)
 		{
@@ -569,7 +561,7 @@ next_inner_row(FdwJoinState *st)
 		TupleTableSlot *inner;
 		Datum		key;
 		bool		isnull;
-		int			t;
+		FdwKeySlot *slot;
 		int			l;
 
 		/* the clock read only for EXPLAIN ANALYZE's timing: two reads a row */
@@ -591,11 +583,11 @@ next_inner_row(FdwJoinState *st)
 		key = slot_getattr(inner, st->key_col, &isnull);
 		if (isnull)
 			continue;
-		t = find_key(st, key);
-		if (t < 0)
+		slot = key_slot(st, key);
+		if (slot->first < 0)
 			continue;
 		st->inner_slot = inner;
-		st->cur_row = st->table[t].first;
+		st->cur_row = slot->first;
 		return true;
 	}
 }
