@@ -63,7 +63,7 @@
 #include "eytzjoinplan.h"
 
 static bool eytz_enable_foreign_join = true;
-static int	eytz_foreign_batch_size = 65536;
+static int	eytz_foreign_batch_size = 262144;
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 
@@ -320,7 +320,10 @@ cost_fdw_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 			  List *joinquals, List *otherquals)
 {
 	double		outer_rows = Max(outer_path->rows, 1.0);
-	double		batch_rows = Min((double) eytz_foreign_batch_size, outer_rows);
+	Size		row_bytes = eytz_fdwjoin_row_bytes(list_length(outer_path->pathtarget->exprs),
+												   get_typlen(exprType((Node *) kc->outer_expr)));
+	double		batch_rows = Min(Min((double) eytz_foreign_batch_size, outer_rows),
+								 Max(floor(get_hash_memory_limit() / (double) row_bytes), 1.0));
 	double		nbatches = ceil(outer_rows / Max(batch_rows, 1.0));
 	double		inner_tuples = Max(innerrel->tuples, Max(innerrel->rows, 1.0));
 	Selectivity sel;
@@ -624,7 +627,7 @@ eytz_fdwjoin_init(void)
 	DefineCustomIntVariable("eytzgpu.foreign_batch_size",
 							"Outer rows the eytzgpu foreign join sends to the remote tables at once.",
 							"Batches are also bounded by work_mem * hash_mem_multiplier.",
-							&eytz_foreign_batch_size, 65536, 1, 16 * 1024 * 1024,
+							&eytz_foreign_batch_size, 262144, 1, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = fdwjoin_pathlist;

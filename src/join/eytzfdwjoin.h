@@ -40,5 +40,6 @@ enum FdwScanExprIndex
 
 /* eytzfdwjoinexec.c */
 extern Node *eytz_fdwjoin_create_scan_state(CustomScan *cscan);
+extern Size eytz_fdwjoin_row_bytes(int nouter, int16 keylen);
 
 #endif							/* EYTZFDWJOIN_H */

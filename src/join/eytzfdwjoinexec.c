@@ -7,6 +7,12 @@
  *		query per batch, matches the rows that come back with the batch
  *		through a hash of its keys, and tells EXPLAIN ANALYZE what each
  *		leaf (shard) did.
+ *
+ *		The hash's table and the batch's rows are larger than the CPU's
+ *		caches: the returned rows are read a few ahead into a ring, so that
+ *		their table slots and batch rows are fetched from memory at once
+ *		rather than one miss after another (as the batch's own keys are when
+ *		the table is built).
  */
 #include "postgres.h"
 
@@ -40,32 +46,55 @@ typedef struct FdwLeafState
 	uint64		queries;
 	uint64		keys_sent;
 	uint64		rows;
-	/* this batch's keys */
+	/* this batch's keys (routed: its own array, kept across batches) */
 	Datum	   *keys;
 	int			nkeys;
+	int			maxkeys;
 } FdwLeafState;
 
 /*
- * A distinct key of the batch, in an open-addressing table: the key inline,
- * so that a returned row's probe costs one cache miss
+ * A distinct key of the batch, in an open-addressing table: its newest batch
+ * row, whose record holds the key, and the key's hash, which spares most
+ * probes of other keys a look at their rows
  */
 typedef struct FdwKeySlot
 {
-	Datum		key;
-	int			first;			/* its first batch row; -1: an empty slot */
-	int			last;			/* its last batch row */
+	int32		first;			/* -1: an empty slot */
+	uint32		hash;
 } FdwKeySlot;
 
 /*
  * A batch row, all that a match reads of it in one place (one cache miss):
- * its chain and flag, then its nouter isnull flags, and at values_off its
+ * its key, chain and flags, its nouter isnull flags, and at values_off its
  * nouter outer column values (by-reference ones copied)
  */
 typedef struct FdwBatchRow
 {
-	int			next_same;		/* the next row of its key, or -1 */
+	Datum		key;
+	int32		next_same;		/* the next (older) row of its key, or -1 */
 	bool		matched;
+	bool		keynull;
+	bool		isnull[FLEXIBLE_ARRAY_MEMBER];
 } FdwBatchRow;
+
+/* returned rows read ahead of their match, and how far ahead the build looks */
+#define FDW_RING 16
+
+/* A returned row read ahead: its copy, and where its key's slot is */
+typedef struct FdwRingRow
+{
+	TupleTableSlot *slot;
+	uint32		hash;
+	int32		pos;			/* its table slot's first candidate; -1: none */
+} FdwRingRow;
+
+/*
+ * What a batch row costs beyond its record: its hash, its share of the
+ * table (at most 4/3 slots of every row, rounded up to a power of two),
+ * its key in the leaves' arrays and in the array parameter
+ */
+#define FDW_ROW_EXTRA(keylen) \
+	(sizeof(uint32) + 8 * sizeof(FdwKeySlot) / 3 + sizeof(Datum) + (keylen))
 
 typedef enum FdwJoinPhase
 {
@@ -101,24 +130,32 @@ typedef struct FdwJoinState
 	EytzPartRoute *route;
 	int16	   *outer_len;		/* the outer columns' types */
 	bool	   *outer_byval;
-	MemoryContext batch_cxt;
+	MemoryContext arrays_cxt;	/* the batch's arrays, kept from batch to batch */
+	MemoryContext batch_cxt;	/* what one batch copies and sends */
+	Size		row_bytes;		/* a batch row's record and its arrays' share */
 
 	/*
 	 * the batch: row r at rows + r * row_width, its outer columns deformed
-	 * once rather than at each match; its key in keys[r]
+	 * once rather than at each match
 	 */
 	int			nrows;
 	int			maxrows;
 	char	   *rows;
 	Size		row_width;
 	Size		values_off;
-	Datum	   *keys;
-	bool	   *keynull;
+	uint32	   *hashes;			/* the rows' keys' hashes */
+	int			maxhashes;
 	int			ndistinct;
 	Datum	   *dkeys;			/* in order of first appearance */
 	FdwKeySlot *table;
 	uint32		mask;
+	uint32		maxslots;
 	bool		outer_done;
+
+	/* the returned rows read ahead */
+	FdwRingRow	ring[FDW_RING];
+	int			ring_len;
+	int			ring_pos;
 
 	/* where the output is */
 	FdwJoinPhase phase;
@@ -148,6 +185,17 @@ static const CustomExecMethods fdwjoin_exec_methods = {
 	.ReScanCustomScan = fdwjoin_rescan,
 	.ExplainCustomScan = fdwjoin_explain,
 };
+
+/*
+ * The memory a batch row takes: its record, and its share of the arrays its
+ * key goes through (the planner sizes batches with it too)
+ */
+Size
+eytz_fdwjoin_row_bytes(int nouter, int16 keylen)
+{
+	return MAXALIGN(offsetof(FdwBatchRow, isnull) + nouter) + sizeof(Datum) * nouter +
+		FDW_ROW_EXTRA(keylen > 0 ? keylen : sizeof(Datum));
+}
 
 Node *
 eytz_fdwjoin_create_scan_state(CustomScan *cscan)
@@ -198,8 +246,9 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	get_typlenbyvalalign(st->keytype, &st->typlen, &st->typbyval, &st->typalign);
 	st->image_equal = st->typbyval && key_image_equal(tc, st->collation);
 
-	st->values_off = MAXALIGN(sizeof(FdwBatchRow) + st->nouter);
+	st->values_off = MAXALIGN(offsetof(FdwBatchRow, isnull) + st->nouter);
 	st->row_width = st->values_off + sizeof(Datum) * st->nouter;
+	st->row_bytes = eytz_fdwjoin_row_bytes(st->nouter, st->typlen);
 	st->outer_len = palloc(sizeof(int16) * Max(st->nouter, 1));
 	st->outer_byval = palloc(sizeof(bool) * Max(st->nouter, 1));
 	for (i = 0; i < st->nouter; i++)
@@ -209,8 +258,13 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 		st->outer_len[i] = att->attlen;
 		st->outer_byval[i] = att->attbyval;
 	}
+	st->arrays_cxt = AllocSetContextCreate(CurrentMemoryContext, "EytzGPU Foreign Join arrays",
+										   ALLOCSET_DEFAULT_SIZES);
 	st->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "EytzGPU Foreign Join batch",
 										  ALLOCSET_DEFAULT_SIZES);
+	for (i = 0; i < FDW_RING; i++)
+		st->ring[i].slot = MakeSingleTupleTableSlot(ExecGetResultType(st->inner_ps),
+													&TTSOpsVirtual);
 
 	/* the leaves' ForeignScans, in the plan's order (a lone one: no Append) */
 	st->nleaves = list_length(paramids);
@@ -324,34 +378,46 @@ row_values(FdwJoinState *st, FdwBatchRow *row)
 	return (Datum *) ((char *) row + st->values_off);
 }
 
-static inline bool *
-row_isnull(FdwBatchRow *row)
-{
-	return (bool *) (row + 1);
-}
-
 /* The scan tuple of batch row r and an inner tuple (or none) */
 static TupleTableSlot *
 form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 {
 	FdwBatchRow *row = batch_row(st, r);
 
-	return form_scan_tuple(st, row_values(st, row), row_isnull(row), inner);
+	return form_scan_tuple(st, row_values(st, row), row->isnull, inner);
 }
 
-/* The table slot that holds key, or the empty one where it would go */
+/*
+ * The table slot that holds key (of hash h), or the empty one where it would
+ * go, looking from slot i on
+ */
 static inline FdwKeySlot *
-key_slot(FdwJoinState *st, Datum key)
+key_slot_from(FdwJoinState *st, uint32 i, Datum key, uint32 h)
 {
-	uint32		i = key_hash(st, key) & st->mask;
-
 	for (;; i = (i + 1) & st->mask)
 	{
 		FdwKeySlot *slot = &st->table[i];
 
-		if (slot->first < 0 || key_equal(st, slot->key, key))
+		if (slot->first < 0 ||
+			(slot->hash == h && key_equal(st, batch_row(st, slot->first)->key, key)))
 			return slot;
 	}
+}
+
+/* Grow a kept array of *n elements of size elem to hold at least want */
+static void *
+grow_array(FdwJoinState *st, void *arr, int *n, int want, Size elem)
+{
+	int			to = Max(1024, *n);
+
+	if (want <= *n)
+		return arr;
+	while (to < want)
+		to *= 2;
+	*n = to;
+	if (arr != NULL)
+		return repalloc_huge(arr, elem * to);
+	return MemoryContextAllocExtended(st->arrays_cxt, elem * to, MCXT_ALLOC_HUGE);
 }
 
 /* Append a row to the batch, growing its arrays */
@@ -370,18 +436,9 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 	{
 		int			n = Max(1024, st->maxrows * 2);
 
-		if (st->maxrows == 0)
-		{
-			st->rows = palloc_extended(st->row_width * n, MCXT_ALLOC_HUGE);
-			st->keys = palloc_extended(sizeof(Datum) * n, MCXT_ALLOC_HUGE);
-			st->keynull = palloc_extended(sizeof(bool) * n, MCXT_ALLOC_HUGE);
-		}
-		else
-		{
-			st->rows = repalloc_huge(st->rows, st->row_width * n);
-			st->keys = repalloc_huge(st->keys, sizeof(Datum) * n);
-			st->keynull = repalloc_huge(st->keynull, sizeof(bool) * n);
-		}
+		st->rows = st->maxrows == 0 ?
+			MemoryContextAllocExtended(st->arrays_cxt, st->row_width * n, MCXT_ALLOC_HUGE) :
+			repalloc_huge(st->rows, st->row_width * n);
 		st->maxrows = n;
 	}
 	slot_getallattrs(outer);
@@ -391,28 +448,92 @@ batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
 	row->matched = false;
 	for (c = 0; c < st->nouter; c++)
 	{
-		row_isnull(row)[c] = scan->tts_isnull[c];
+		row->isnull[c] = scan->tts_isnull[c];
 		row_values(st, row)[c] = scan->tts_isnull[c] || st->outer_byval[c] ? scan->tts_values[c] :
 			datumCopy(scan->tts_values[c], false, st->outer_len[c]);
 	}
 	econtext->ecxt_scantuple = scan;
 	key = ExecEvalExprSwitchContext(st->outer_key, econtext, &isnull);
-	st->keynull[r] = isnull;
-	st->keys[r] = isnull ? (Datum) 0 : datumCopy(key, st->typbyval, st->typlen);
+	row->keynull = isnull;
+	row->key = isnull ? (Datum) 0 : datumCopy(key, st->typbyval, st->typlen);
 	ResetExprContext(econtext);
 	st->nrows++;
 }
 
 /*
+ * Group the batch's rows by key in the table, the keys' slots fetched
+ * FDW_RING rows ahead; dkeys gets the distinct keys in order of first
+ * appearance
+ */
+static void
+build_key_table(FdwJoinState *st)
+{
+	int			nkeyed = 0;
+	uint32		nslots = 1;
+	int			i;
+
+	st->hashes = grow_array(st, st->hashes, &st->maxhashes, st->nrows, sizeof(uint32));
+	for (i = 0; i < st->nrows; i++)
+	{
+		FdwBatchRow *row = batch_row(st, i);
+
+		if (row->keynull)
+			continue;
+		st->hashes[i] = key_hash(st, row->key);
+		nkeyed++;
+	}
+	/* at most 3/4 full */
+	while (nslots < (uint32) nkeyed + (uint32) nkeyed / 3 + 1)
+		nslots <<= 1;
+	if (nslots > st->maxslots)
+	{
+		if (st->table != NULL)
+			pfree(st->table);
+		st->table = MemoryContextAllocExtended(st->arrays_cxt, sizeof(FdwKeySlot) * nslots,
+											   MCXT_ALLOC_HUGE);
+		st->maxslots = nslots;
+	}
+	for (i = 0; i < (int) nslots; i++)
+		st->table[i].first = -1;
+	st->mask = nslots - 1;
+	st->dkeys = MemoryContextAllocExtended(st->batch_cxt, sizeof(Datum) * Max(nkeyed, 1),
+										   MCXT_ALLOC_HUGE);
+	st->ndistinct = 0;
+	for (i = 0; i < st->nrows; i++)
+	{
+		FdwBatchRow *row = batch_row(st, i);
+		FdwKeySlot *slot;
+		uint32		h;
+
+		if (i + FDW_RING < st->nrows && !batch_row(st, i + FDW_RING)->keynull)
+			__builtin_prefetch(&st->table[st->hashes[i + FDW_RING] & st->mask]);
+		if (row->keynull)
+			continue;
+		h = st->hashes[i];
+		slot = key_slot_from(st, h & st->mask, row->key, h);
+		/* the rows of a key chained newest first */
+		if (slot->first < 0)
+		{
+			slot->hash = h;
+			st->dkeys[st->ndistinct++] = row->key;
+		}
+		else
+			row->next_same = slot->first;
+		slot->first = i;
+	}
+}
+
+/*
  * Read the next batch of outer rows, group their keys and send them to the
- * leaves: false when the outer side has no more rows
+ * leaves: false when the outer side has no more rows.  A batch takes at most
+ * work_mem * hash_mem_multiplier, its rows and all the arrays their keys
+ * need counted.
  */
 static bool
 fill_batch(FdwJoinState *st)
 {
 	Size		mem_limit = get_hash_memory_limit();
 	MemoryContext old;
-	int			nkeyed = 0;
 	int			i,
 				d;
 	Bitmapset  *changed = NULL;
@@ -420,9 +541,12 @@ fill_batch(FdwJoinState *st)
 	if (st->outer_done)
 		return false;
 	MemoryContextReset(st->batch_cxt);
-	st->nrows = st->maxrows = 0;
+	st->nrows = 0;
+	st->ring_len = st->ring_pos = 0;
 	while (st->nrows < st->batch_size &&
-		   MemoryContextMemAllocated(st->batch_cxt, true) < mem_limit)
+		   (st->nrows == 0 ||
+			st->nrows * st->row_bytes +
+			MemoryContextMemAllocated(st->batch_cxt, true) < mem_limit))
 	{
 		TupleTableSlot *outer = ExecProcNode(st->outer_ps);
 
@@ -437,7 +561,6 @@ fill_batch(FdwJoinState *st)
 	}
 	if (st->nrows == 0)
 		return false;
-	old = MemoryContextSwitchTo(st->batch_cxt);
 	st->batches++;
 	st->outer_rows += st->nrows;
 
@@ -445,51 +568,16 @@ fill_batch(FdwJoinState *st)
 	 * the distinct keys, each with its rows, in a hash table of the keys
 	 * (no sort: the leaves' index scans order their arrays themselves)
 	 */
-	for (i = 0; i < st->nrows; i++)
-		nkeyed += st->keynull[i] ? 0 : 1;
-	st->mask = 1;
-	while (st->mask < (uint32) nkeyed * 2)
-		st->mask <<= 1;
-	st->table = palloc_extended(sizeof(FdwKeySlot) * st->mask, MCXT_ALLOC_HUGE);
-	for (i = 0; i < (int) st->mask; i++)
-		st->table[i].first = -1;
-	st->mask--;
-	st->dkeys = palloc_extended(sizeof(Datum) * Max(nkeyed, 1), MCXT_ALLOC_HUGE);
-	st->ndistinct = 0;
-	for (i = 0; i < st->nrows; i++)
-	{
-		FdwKeySlot *slot;
-
-		if (st->keynull[i])
-			continue;
-		slot = key_slot(st, st->keys[i]);
-		/* rows of one key chained in batch order: added at the last */
-		if (slot->first < 0)
-		{
-			slot->key = st->keys[i];
-			slot->first = i;
-			st->dkeys[st->ndistinct++] = st->keys[i];
-		}
-		else
-			batch_row(st, slot->last)->next_same = i;
-		slot->last = i;
-	}
+	build_key_table(st);
 	st->distinct_keys += st->ndistinct;
-
 	if (st->ndistinct == 0)
-	{
-		MemoryContextSwitchTo(old);
 		return true;
-	}
 
 	/* the keys of each leaf */
 	if (st->route != NULL)
 	{
 		for (i = 0; i < st->nleaves; i++)
-		{
-			st->leaves[i].keys = palloc(sizeof(Datum) * st->ndistinct);
 			st->leaves[i].nkeys = 0;
-		}
 		for (d = 0; d < st->ndistinct; d++)
 		{
 			const int  *targets;
@@ -499,6 +587,9 @@ fill_batch(FdwJoinState *st)
 			{
 				FdwLeafState *leaf = &st->leaves[targets[i]];
 
+				if (leaf->nkeys == leaf->maxkeys)
+					leaf->keys = grow_array(st, leaf->keys, &leaf->maxkeys, leaf->nkeys + 1,
+											sizeof(Datum));
 				leaf->keys[leaf->nkeys++] = st->dkeys[d];
 			}
 		}
@@ -511,6 +602,7 @@ fill_batch(FdwJoinState *st)
 		}
 
 	/* one array parameter per leaf: each leaf's query is sent once */
+	old = MemoryContextSwitchTo(st->batch_cxt);
 	for (i = 0; i < st->nleaves; i++)
 	{
 		FdwLeafState *leaf = &st->leaves[i];
@@ -550,18 +642,25 @@ leaf_of_slot(FdwJoinState *st, TupleTableSlot *slot)
 	return -1;
 }
 
-/* The next inner row of the batch that has rows to match: false at the end */
+/*
+ * Read the next returned rows into the ring (false when the batch has no
+ * more), each copied out of its ForeignScan, and fetch their keys' table
+ * slots and the batch rows those hold from memory together
+ */
 static bool
-next_inner_row(FdwJoinState *st)
+fill_ring(FdwJoinState *st)
 {
-	for (;;)
+	int			n = 0;
+	int			j;
+
+	while (n < FDW_RING)
 	{
 		instr_time	t0,
 					t1;
 		TupleTableSlot *inner;
+		FdwRingRow *e = &st->ring[n];
 		Datum		key;
 		bool		isnull;
-		FdwKeySlot *slot;
 		int			l;
 
 		/* the clock read only for EXPLAIN ANALYZE's timing: two reads a row */
@@ -576,17 +675,65 @@ next_inner_row(FdwJoinState *st)
 			st->wait_ms += INSTR_TIME_GET_MILLISEC(t1);
 		}
 		if (TupIsNull(inner))
-			return false;
+			break;
 		l = leaf_of_slot(st, inner);
 		if (l >= 0)
 			st->leaves[l].rows++;
-		key = slot_getattr(inner, st->key_col, &isnull);
-		if (isnull)
+		ExecCopySlot(e->slot, inner);
+		key = slot_getattr(e->slot, st->key_col, &isnull);
+		e->pos = -1;
+		if (!isnull)
+		{
+			e->hash = key_hash(st, key);
+			e->pos = e->hash & st->mask;
+			__builtin_prefetch(&st->table[e->pos]);
+		}
+		n++;
+	}
+	/* the candidate row of each: the first slot of its hash */
+	for (j = 0; j < n; j++)
+	{
+		FdwRingRow *e = &st->ring[j];
+
+		while (e->pos >= 0)
+		{
+			FdwKeySlot *slot = &st->table[e->pos];
+
+			if (slot->first < 0)
+				e->pos = -1;
+			else if (slot->hash == e->hash)
+			{
+				__builtin_prefetch(batch_row(st, slot->first));
+				break;
+			}
+			else
+				e->pos = (e->pos + 1) & st->mask;
+		}
+	}
+	st->ring_len = n;
+	st->ring_pos = 0;
+	return n > 0;
+}
+
+/* The next inner row of the batch that has rows to match: false at the end */
+static bool
+next_inner_row(FdwJoinState *st)
+{
+	for (;;)
+	{
+		FdwRingRow *e;
+		FdwKeySlot *slot;
+		bool		isnull;
+
+		if (st->ring_pos == st->ring_len && !fill_ring(st))
+			return false;
+		e = &st->ring[st->ring_pos++];
+		if (e->pos < 0)
 			continue;
-		slot = key_slot(st, key);
+		slot = key_slot_from(st, e->pos, slot_getattr(e->slot, st->key_col, &isnull), e->hash);
 		if (slot->first < 0)
 			continue;
-		st->inner_slot = inner;
+		st->inner_slot = e->slot;
 		st->cur_row = slot->first;
 		return true;
 	}
@@ -695,9 +842,14 @@ fdwjoin_end(CustomScanState *node)
 {
 	FdwJoinState *st = (FdwJoinState *) node;
 
+	int			i;
+
+	for (i = 0; i < FDW_RING; i++)
+		ExecDropSingleTupleTableSlot(st->ring[i].slot);
 	ExecEndNode(st->outer_ps);
 	ExecEndNode(st->inner_ps);
 	MemoryContextDelete(st->batch_cxt);
+	MemoryContextDelete(st->arrays_cxt);
 }
 
 static void
@@ -710,6 +862,7 @@ fdwjoin_rescan(CustomScanState *node)
 	st->outer_done = false;
 	st->phase = FJ_FILL;
 	st->nrows = 0;
+	st->ring_len = st->ring_pos = 0;
 	/* the inner side is rescanned by the next batch's params */
 }
 
