@@ -21,9 +21,10 @@
 # estimated from the key's statistics rather than defaults.  outer_t (k int4, w int4), OUTER_ROWS local rows: keys drawn
 # from the inner keys at random with repeats (about OUTER_ROWS / 2 distinct
 # ones drawn twice on average), one in 20 a key on no shard, one in 100 NULL.
-# The servers have fetch_size 10000, async_capable on and use_remote_estimate
-# REMOTE_ESTIMATE (default true: postgres_fdw builds parameterized paths,
-# those of the nested loop, only with remote estimates), for every plan.
+# The servers have fetch_size FETCH_SIZE (default 10000), async_capable on
+# and use_remote_estimate REMOTE_ESTIMATE (default true: postgres_fdw builds
+# parameterized paths, those of the nested loop, only with remote
+# estimates), for every plan.
 # BENCH_KEEP=1 leaves the clusters running; BENCH_SET is SQL run before each
 # plan's settings (e.g. 'SET jit = off;').
 # The shards have cursor_tuple_fraction = 1 (postgres_fdw reads its cursors
@@ -48,6 +49,7 @@ INNER=${1:-6000000}
 OUTER=${2:-200000}
 RUNS=${3:-3}
 NL_ROWS=${NL_ROWS:-5000}
+FETCH_SIZE=${FETCH_SIZE:-10000}
 REMOTE_ESTIMATE=${REMOTE_ESTIMATE:-true}
 if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	# gpu_common.sh's steps may fail harmlessly (no server to stop)
@@ -106,7 +108,7 @@ CREATE EXTENSION postgres_fdw;
 CREATE TABLE inner_dist (k int4, v int4) PARTITION BY HASH (k);
 $(for s in 0 1 2; do cat <<EOS
 CREATE SERVER shard$s FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '$DIR/$s', port '$((PORT + 1 + s))', dbname 'postgres', fetch_size '10000', async_capable 'true', use_remote_estimate '$REMOTE_ESTIMATE');
+	OPTIONS (host '$DIR/$s', port '$((PORT + 1 + s))', dbname 'postgres', fetch_size '$FETCH_SIZE', async_capable 'true', use_remote_estimate '$REMOTE_ESTIMATE');
 CREATE USER MAPPING FOR CURRENT_USER SERVER shard$s OPTIONS (user 'postgres');
 CREATE FOREIGN TABLE inner_f$s PARTITION OF inner_dist FOR VALUES WITH (MODULUS $NSHARDS, REMAINDER $s)
 	SERVER shard$s OPTIONS (table_name 'inner_p$s');
@@ -144,7 +146,7 @@ for p in $PLANS; do SETS[$p]="${BENCH_SET:-} ${SETS[$p]}"; done
 
 echo "## shard_bench: $INNER-row inner table on 3 shards, $OUTER outer rows ($(date -u +%Y-%m-%d), $(uname -n))"
 echo
-echo "Settings for every plan: ${BENCH_SET:-none}.  Load: ${LOAD_S}s.  Load average at the start: $LOAD_START (a shared machine: ratios within one run)."
+echo "Servers' fetch_size: $FETCH_SIZE.  Settings for every plan: ${BENCH_SET:-none}.  Load: ${LOAD_S}s.  Load average at the start: $LOAD_START (a shared machine: ratios within one run)."
 echo
 for p in $PLANS; do
 	echo "### plan: $p"
