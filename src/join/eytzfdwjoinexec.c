@@ -351,14 +351,21 @@ form_scan_tuple(FdwJoinState *st, const Datum *values, const bool *isnull,
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
 	int			i;
 
+	/* a few columns each: loops, not four calls of memcpy a match */
 	ExecClearTuple(scan);
-	memcpy(scan->tts_values, values, sizeof(Datum) * st->nouter);
-	memcpy(scan->tts_isnull, isnull, sizeof(bool) * st->nouter);
+	for (i = 0; i < st->nouter; i++)
+	{
+		scan->tts_values[i] = values[i];
+		scan->tts_isnull[i] = isnull[i];
+	}
 	if (inner != NULL)
 	{
 		slot_getallattrs(inner);
-		memcpy(scan->tts_values + st->nouter, inner->tts_values, sizeof(Datum) * st->ninner);
-		memcpy(scan->tts_isnull + st->nouter, inner->tts_isnull, sizeof(bool) * st->ninner);
+		for (i = 0; i < st->ninner; i++)
+		{
+			scan->tts_values[st->nouter + i] = inner->tts_values[i];
+			scan->tts_isnull[st->nouter + i] = inner->tts_isnull[i];
+		}
 	}
 	else
 		for (i = 0; i < st->ninner; i++)
@@ -376,6 +383,16 @@ static inline Datum *
 row_values(FdwJoinState *st, FdwBatchRow *row)
 {
 	return (Datum *) ((char *) row + st->values_off);
+}
+
+/* Fetch batch row r into the cache: both ends, a row may straddle two lines */
+static inline void
+prefetch_row(FdwJoinState *st, int r)
+{
+	char	   *row = (char *) batch_row(st, r);
+
+	__builtin_prefetch(row);
+	__builtin_prefetch(row + st->row_width - 1);
 }
 
 /* The scan tuple of batch row r and an inner tuple (or none) */
@@ -703,7 +720,7 @@ fill_ring(FdwJoinState *st)
 				e->pos = -1;
 			else if (slot->hash == e->hash)
 			{
-				__builtin_prefetch(batch_row(st, slot->first));
+				prefetch_row(st, slot->first);
 				break;
 			}
 			else
@@ -787,6 +804,9 @@ fdwjoin_exec(CustomScanState *node)
 					FdwBatchRow *row = batch_row(st, r);
 
 					st->cur_row = row->next_same;
+					/* the key's next row, fetched while this one is matched */
+					if (st->cur_row >= 0)
+						prefetch_row(st, st->cur_row);
 					if (row->matched &&
 						(st->jointype == JOIN_SEMI || st->jointype == JOIN_ANTI))
 						continue;
