@@ -113,6 +113,58 @@ eytz_clause_exprs(List *rinfos)
 	return res;
 }
 
+static int
+tle_attno_cmp(const ListCell *a, const ListCell *b)
+{
+	AttrNumber	x = ((Var *) ((TargetEntry *) lfirst(a))->expr)->varattno;
+	AttrNumber	y = ((Var *) ((TargetEntry *) lfirst(b))->expr)->varattno;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The columns of a sequential scan of the outer table in the table's order:
+ * a scan whose target list is the stored row itself returns it without a
+ * projection per row (the planner orders the join's needed columns
+ * otherwise); the join reads the outer columns by position, as its scan
+ * tuple lists them
+ */
+static void
+outer_columns_in_table_order(Plan *outer_plan)
+{
+	List	   *cols = NIL;
+	ListCell   *lc;
+	AttrNumber	prev = 0;
+	bool		ordered = true;
+	int			resno = 1;
+
+	if (!IsA(outer_plan, SeqScan))
+		return;
+	foreach(lc, outer_plan->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (tle->resjunk || !IsA(var, Var) || var->varlevelsup != 0 ||
+			var->varno != ((Scan *) outer_plan)->scanrelid || var->varattno <= 0)
+			return;
+		ordered = ordered && var->varattno > prev;
+		prev = var->varattno;
+	}
+	if (ordered)
+		return;
+	foreach(lc, outer_plan->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		cols = lappend(cols, makeTargetEntry(tle->expr, 0, tle->resname, false));
+	}
+	list_sort(cols, tle_attno_cmp);
+	foreach(lc, cols)
+		((TargetEntry *) lfirst(lc))->resno = resno++;
+	outer_plan->targetlist = cols;
+}
+
 CustomScan *
 eytz_join_new_scan(CustomPath *best_path, List *tlist, List *custom_plans, int *nouter,
 				   const CustomScanMethods *methods)
@@ -122,6 +174,8 @@ eytz_join_new_scan(CustomPath *best_path, List *tlist, List *custom_plans, int *
 	List	   *scan_tlist = NIL;
 	ListCell   *lc;
 	int			resno = 1;
+
+	outer_columns_in_table_order(outer_plan);
 
 	/* outer columns first, in the outer plan's order */
 	foreach(lc, outer_plan->targetlist)
