@@ -56,6 +56,9 @@ if [ "${EYTZ_GPU:-0}" = 1 ]; then
 	set +e
 	source "$(dirname "$0")/gpu_common.sh"
 	set -e
+	# the clusters' user and its access to the bundle, as pgenv.sh's pg_start makes them
+	id postgres >/dev/null 2>&1 || useradd -M -s /bin/bash postgres
+	chmod -R a+rwX "$PGBUNDLE"
 	SHARD_OPTS=${SHARD_OPTS:--c shared_preload_libraries=eytzgpu -c eytzgpu.service_device=gpu -c eytzgpu.gpu_memory_limit=4GB}
 fi
 source "$(dirname "$0")/../scripts/common.sh"
