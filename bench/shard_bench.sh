@@ -68,8 +68,7 @@ if [ "${EYTZ_GPU:-0}" = 1 ] && [ "$(id -u)" = 0 ]; then
 fi
 [ -f "$("$PG_CONFIG" --pkglibdir)/postgres_fdw.so" ] ||
 	{ echo "postgres_fdw is not installed in $("$PG_CONFIG" --pkglibdir)" >&2; exit 1; }
-DIR=${BENCH_DIR:-/tmp/eytzgpu-shard-bench}
-PORT=${BENCH_PORT:-55430}
+source "$(dirname "$0")/shard_common.sh"
 NSHARDS=3
 
 for s in c 0 1 2; do stop_cluster "$DIR/$s" 2>/dev/null || true; done
@@ -82,13 +81,6 @@ for s in 0 1 2; do
 done
 PG_OPTS="-c shared_buffers=1GB -c session_preload_libraries=eytzgpu -c max_parallel_workers_per_gather=0" \
 	start_cluster "$DIR/c" "$PORT" >&2
-# psql as the clusters' user over their sockets: on shard $1 (c: the coordinator)
-q() {
-	local s=$1 port
-	shift
-	if [ "$s" = c ]; then port=$PORT; else port=$((PORT + 1 + s)); fi
-	as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -h "$DIR/$s" -p "$port" -d postgres "$@"
-}
 KEY="((g::int8 * 48271) % 2147483647)::int4"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 

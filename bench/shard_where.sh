@@ -16,17 +16,10 @@
 #     they answered (eytzgpu_service_resident()).
 # Prints Markdown on stdout.
 set -euo pipefail
-DIR=${BENCH_DIR:-/tmp/eytzgpu-shard-bench}
-PORT=${BENCH_PORT:-55430}
+source "$(dirname "$0")/shard_common.sh"
 KEYS=${KEYS:-21000}
 [ "${EYTZ_GPU:-0}" = 1 ] && source "$(dirname "$0")/../.gpu/pgenv.sh"
 source "$(dirname "$0")/../scripts/common.sh"
-q() {
-	local s=$1 port
-	shift
-	if [ "$s" = c ]; then port=$PORT; else port=$((PORT + 1 + s)); fi
-	as_pguser psql -X -q -At -v ON_ERROR_STOP=1 -h "$DIR/$s" -p "$port" -d postgres "$@"
-}
 QUERY='SELECT count(*), sum(i.v::int8), sum(o.w::int8) FROM outer_t o JOIN inner_dist i ON i.k = o.k'
 WARM='SELECT * FROM inner_dist LIMIT 0'
 

@@ -11,14 +11,13 @@
  *		The hash's table and the batch's rows are larger than the CPU's
  *		caches: the returned rows are read a few ahead into a ring, so that
  *		their table slots and batch rows are fetched from memory at once
- *		rather than one miss after another (as the batch's own keys are when
- *		the table is built).
+ *		rather than one miss after another.  The batches are
+ *		eytzfdwjoinbatch.c's.
  */
 #include "postgres.h"
 
 #include "access/nbtree.h"
 #include "commands/explain.h"
-#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
 #include "foreign/foreign.h"
@@ -26,149 +25,14 @@
 #include "nodes/execnodes.h"
 #include "nodes/extensible.h"
 #include "portability/instr_time.h"
-#include "utils/array.h"
-#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/sortsupport.h"
 #include "utils/typcache.h"
 
 #include "eytzcompat.h"
 #include "eytzfdwjoin.h"
+#include "eytzfdwjoinexec.h"
 #include "eytzpartroute.h"
-
-/* A leaf of the inner side and what it did (EXPLAIN ANALYZE) */
-typedef struct FdwLeafState
-{
-	int			paramid;
-	PlanState  *ps;				/* its ForeignScan */
-	char	   *name;			/* "server.table" */
-	uint64		queries;
-	uint64		keys_sent;
-	uint64		rows;
-	/* this batch's keys (routed: its own array, kept across batches) */
-	Datum	   *keys;
-	int			nkeys;
-	int			maxkeys;
-} FdwLeafState;
-
-/*
- * A distinct key of the batch, in an open-addressing table: its newest batch
- * row, whose record holds the key, and the key's hash, which spares most
- * probes of other keys a look at their rows
- */
-typedef struct FdwKeySlot
-{
-	int32		first;			/* -1: an empty slot */
-	uint32		hash;
-} FdwKeySlot;
-
-/*
- * A batch row, all that a match reads of it in one place (one cache miss):
- * its key, chain and flags, its nouter isnull flags, and at values_off its
- * nouter outer column values (by-reference ones copied)
- */
-typedef struct FdwBatchRow
-{
-	Datum		key;
-	int32		next_same;		/* the next (older) row of its key, or -1 */
-	bool		matched;
-	bool		keynull;
-	bool		isnull[FLEXIBLE_ARRAY_MEMBER];
-} FdwBatchRow;
-
-/* returned rows read ahead of their match, and how far ahead the build looks */
-#define FDW_RING 16
-
-/* A returned row read ahead: its copy, and where its key's slot is */
-typedef struct FdwRingRow
-{
-	TupleTableSlot *slot;
-	uint32		hash;
-	int32		pos;			/* its table slot's first candidate; -1: none */
-} FdwRingRow;
-
-/*
- * What a batch row costs beyond its record: its hash, its share of the
- * table (at most 4/3 slots of every row, rounded up to a power of two),
- * its key in the leaves' arrays and in the array parameter
- */
-#define FDW_ROW_EXTRA(keylen) \
-	(sizeof(uint32) + 8 * sizeof(FdwKeySlot) / 3 + sizeof(Datum) + (keylen))
-
-typedef enum FdwJoinPhase
-{
-	FJ_FILL,					/* read the next batch */
-	FJ_PROBE,					/* match the inner rows with the batch */
-	FJ_UNMATCHED,				/* LEFT, ANTI: the batch's unmatched rows */
-	FJ_DONE
-} FdwJoinPhase;
-
-typedef struct FdwJoinState
-{
-	CustomScanState css;
-	PlanState  *outer_ps;
-	PlanState  *inner_ps;
-	JoinType	jointype;
-	int			nouter;
-	int			ninner;
-	int			key_col;
-	int			batch_size;
-	ExprState  *outer_key;
-	ExprState  *joinqual;
-	ExprState  *otherqual;
-	Oid			collation;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Oid			keytype;
-	SortSupportData sortsup;	/* the key type's default order */
-	FmgrInfo	hash_finfo;
-	bool		image_equal;	/* by value, equal keys are equal Datums */
-	int			nleaves;
-	FdwLeafState *leaves;
-	EytzPartRoute *route;
-	int16	   *outer_len;		/* the outer columns' types */
-	bool	   *outer_byval;
-	MemoryContext arrays_cxt;	/* the batch's arrays, kept from batch to batch */
-	MemoryContext batch_cxt;	/* what one batch copies and sends */
-	Size		row_bytes;		/* a batch row's record and its arrays' share */
-
-	/*
-	 * the batch: row r at rows + r * row_width, its outer columns deformed
-	 * once rather than at each match
-	 */
-	int			nrows;
-	int			maxrows;
-	char	   *rows;
-	Size		row_width;
-	Size		values_off;
-	uint32	   *hashes;			/* the rows' keys' hashes */
-	int			maxhashes;
-	int			ndistinct;
-	Datum	   *dkeys;			/* in order of first appearance */
-	FdwKeySlot *table;
-	uint32		mask;
-	uint32		maxslots;
-	bool		outer_done;
-
-	/* the returned rows read ahead */
-	FdwRingRow	ring[FDW_RING];
-	int			ring_len;
-	int			ring_pos;
-
-	/* where the output is */
-	FdwJoinPhase phase;
-	TupleTableSlot *inner_slot;
-	int			cur_row;
-	int			last_leaf;
-
-	/* EXPLAIN ANALYZE */
-	uint64		batches;
-	uint64		outer_rows;
-	uint64		distinct_keys;
-	double		wait_ms;
-} FdwJoinState;
 
 static bool key_image_equal(TypeCacheEntry *tc, Oid collation);
 static void fdwjoin_begin(CustomScanState *node, EState *estate, int eflags);
@@ -317,74 +181,6 @@ key_image_equal(TypeCacheEntry *tc, Oid collation)
 										  ObjectIdGetDatum(tc->btree_opintype)));
 }
 
-/*
- * The key's hash: a by-value key whose equal values are equal Datums
- * (image_equal) is hashed as its Datum, without a call through fmgr (the
- * batch is hashed here only: any hash that equal keys share will do)
- */
-static inline uint32
-key_hash(FdwJoinState *st, Datum key)
-{
-	if (st->image_equal)
-	{
-		uint64		d = (uint64) key;
-
-		return murmurhash32((uint32) (d ^ (d >> 32)));
-	}
-	return DatumGetUInt32(FunctionCall1Coll(&st->hash_finfo, st->collation, key));
-}
-
-/* Whether the keys' equality is that of their Datums */
-static inline bool
-key_equal(FdwJoinState *st, Datum a, Datum b)
-{
-	if (st->image_equal)
-		return a == b;
-	return ApplySortComparator(a, false, b, false, &st->sortsup) == 0;
-}
-
-/* The scan tuple of outer values and an inner tuple (or none) */
-static TupleTableSlot *
-form_scan_tuple(FdwJoinState *st, const Datum *values, const bool *isnull,
-				TupleTableSlot *inner)
-{
-	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
-	int			i;
-
-	/* a few columns each: loops, not four calls of memcpy a match */
-	ExecClearTuple(scan);
-	for (i = 0; i < st->nouter; i++)
-	{
-		scan->tts_values[i] = values[i];
-		scan->tts_isnull[i] = isnull[i];
-	}
-	if (inner != NULL)
-	{
-		slot_getallattrs(inner);
-		for (i = 0; i < st->ninner; i++)
-		{
-			scan->tts_values[st->nouter + i] = inner->tts_values[i];
-			scan->tts_isnull[st->nouter + i] = inner->tts_isnull[i];
-		}
-	}
-	else
-		for (i = 0; i < st->ninner; i++)
-			scan->tts_isnull[st->nouter + i] = true;
-	return ExecStoreVirtualTuple(scan);
-}
-
-static inline FdwBatchRow *
-batch_row(FdwJoinState *st, int r)
-{
-	return (FdwBatchRow *) (st->rows + (Size) r * st->row_width);
-}
-
-static inline Datum *
-row_values(FdwJoinState *st, FdwBatchRow *row)
-{
-	return (Datum *) ((char *) row + st->values_off);
-}
-
 /* Fetch batch row r into the cache: both ends, a row may straddle two lines */
 static inline void
 prefetch_row(FdwJoinState *st, int r)
@@ -401,242 +197,7 @@ form_batch_scan_tuple(FdwJoinState *st, int r, TupleTableSlot *inner)
 {
 	FdwBatchRow *row = batch_row(st, r);
 
-	return form_scan_tuple(st, row_values(st, row), row->isnull, inner);
-}
-
-/*
- * The table slot that holds key (of hash h), or the empty one where it would
- * go, looking from slot i on
- */
-static inline FdwKeySlot *
-key_slot_from(FdwJoinState *st, uint32 i, Datum key, uint32 h)
-{
-	for (;; i = (i + 1) & st->mask)
-	{
-		FdwKeySlot *slot = &st->table[i];
-
-		if (slot->first < 0 ||
-			(slot->hash == h && key_equal(st, batch_row(st, slot->first)->key, key)))
-			return slot;
-	}
-}
-
-/* Grow a kept array of *n elements of size elem to hold at least want */
-static void *
-grow_array(FdwJoinState *st, void *arr, int *n, int want, Size elem)
-{
-	int			to = Max(1024, *n);
-
-	if (want <= *n)
-		return arr;
-	while (to < want)
-		to *= 2;
-	*n = to;
-	if (arr != NULL)
-		return repalloc_huge(arr, elem * to);
-	return MemoryContextAllocExtended(st->arrays_cxt, elem * to, MCXT_ALLOC_HUGE);
-}
-
-/* Append a row to the batch, growing its arrays */
-static void
-batch_add_row(FdwJoinState *st, TupleTableSlot *outer)
-{
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-	int			r = st->nrows;
-	TupleTableSlot *scan;
-	FdwBatchRow *row;
-	Datum		key;
-	bool		isnull;
-	int			c;
-
-	if (r == st->maxrows)
-	{
-		int			n = Max(1024, st->maxrows * 2);
-
-		st->rows = st->maxrows == 0 ?
-			MemoryContextAllocExtended(st->arrays_cxt, st->row_width * n, MCXT_ALLOC_HUGE) :
-			repalloc_huge(st->rows, st->row_width * n);
-		st->maxrows = n;
-	}
-	slot_getallattrs(outer);
-	scan = form_scan_tuple(st, outer->tts_values, outer->tts_isnull, NULL);
-	row = batch_row(st, r);
-	row->next_same = -1;
-	row->matched = false;
-	for (c = 0; c < st->nouter; c++)
-	{
-		row->isnull[c] = scan->tts_isnull[c];
-		row_values(st, row)[c] = scan->tts_isnull[c] || st->outer_byval[c] ? scan->tts_values[c] :
-			datumCopy(scan->tts_values[c], false, st->outer_len[c]);
-	}
-	econtext->ecxt_scantuple = scan;
-	key = ExecEvalExprSwitchContext(st->outer_key, econtext, &isnull);
-	row->keynull = isnull;
-	row->key = isnull ? (Datum) 0 : datumCopy(key, st->typbyval, st->typlen);
-	ResetExprContext(econtext);
-	st->nrows++;
-}
-
-/*
- * Group the batch's rows by key in the table, the keys' slots fetched
- * FDW_RING rows ahead; dkeys gets the distinct keys in order of first
- * appearance
- */
-static void
-build_key_table(FdwJoinState *st)
-{
-	int			nkeyed = 0;
-	uint32		nslots = 1;
-	int			i;
-
-	st->hashes = grow_array(st, st->hashes, &st->maxhashes, st->nrows, sizeof(uint32));
-	for (i = 0; i < st->nrows; i++)
-	{
-		FdwBatchRow *row = batch_row(st, i);
-
-		if (row->keynull)
-			continue;
-		st->hashes[i] = key_hash(st, row->key);
-		nkeyed++;
-	}
-	/* at most 3/4 full */
-	while (nslots < (uint32) nkeyed + (uint32) nkeyed / 3 + 1)
-		nslots <<= 1;
-	if (nslots > st->maxslots)
-	{
-		if (st->table != NULL)
-			pfree(st->table);
-		st->table = MemoryContextAllocExtended(st->arrays_cxt, sizeof(FdwKeySlot) * nslots,
-											   MCXT_ALLOC_HUGE);
-		st->maxslots = nslots;
-	}
-	for (i = 0; i < (int) nslots; i++)
-		st->table[i].first = -1;
-	st->mask = nslots - 1;
-	st->dkeys = MemoryContextAllocExtended(st->batch_cxt, sizeof(Datum) * Max(nkeyed, 1),
-										   MCXT_ALLOC_HUGE);
-	st->ndistinct = 0;
-	for (i = 0; i < st->nrows; i++)
-	{
-		FdwBatchRow *row = batch_row(st, i);
-		FdwKeySlot *slot;
-		uint32		h;
-
-		if (i + FDW_RING < st->nrows && !batch_row(st, i + FDW_RING)->keynull)
-			__builtin_prefetch(&st->table[st->hashes[i + FDW_RING] & st->mask]);
-		if (row->keynull)
-			continue;
-		h = st->hashes[i];
-		slot = key_slot_from(st, h & st->mask, row->key, h);
-		/* the rows of a key chained newest first */
-		if (slot->first < 0)
-		{
-			slot->hash = h;
-			st->dkeys[st->ndistinct++] = row->key;
-		}
-		else
-			row->next_same = slot->first;
-		slot->first = i;
-	}
-}
-
-/*
- * Read the next batch of outer rows, group their keys and send them to the
- * leaves: false when the outer side has no more rows.  A batch takes at most
- * work_mem * hash_mem_multiplier, its rows and all the arrays their keys
- * need counted.
- */
-static bool
-fill_batch(FdwJoinState *st)
-{
-	Size		mem_limit = get_hash_memory_limit();
-	MemoryContext old;
-	int			i,
-				d;
-	Bitmapset  *changed = NULL;
-
-	if (st->outer_done)
-		return false;
-	MemoryContextReset(st->batch_cxt);
-	st->nrows = 0;
-	st->ring_len = st->ring_pos = 0;
-	while (st->nrows < st->batch_size &&
-		   (st->nrows == 0 ||
-			st->nrows * st->row_bytes +
-			MemoryContextMemAllocated(st->batch_cxt, true) < mem_limit))
-	{
-		TupleTableSlot *outer = ExecProcNode(st->outer_ps);
-
-		if (TupIsNull(outer))
-		{
-			st->outer_done = true;
-			break;
-		}
-		old = MemoryContextSwitchTo(st->batch_cxt);
-		batch_add_row(st, outer);
-		MemoryContextSwitchTo(old);
-	}
-	if (st->nrows == 0)
-		return false;
-	st->batches++;
-	st->outer_rows += st->nrows;
-
-	/*
-	 * the distinct keys, each with its rows, in a hash table of the keys
-	 * (no sort: the leaves' index scans order their arrays themselves)
-	 */
-	build_key_table(st);
-	st->distinct_keys += st->ndistinct;
-	if (st->ndistinct == 0)
-		return true;
-
-	/* the keys of each leaf */
-	if (st->route != NULL)
-	{
-		for (i = 0; i < st->nleaves; i++)
-			st->leaves[i].nkeys = 0;
-		for (d = 0; d < st->ndistinct; d++)
-		{
-			const int  *targets;
-			int			n = eytz_partroute_find(st->route, st->dkeys[d], &targets);
-
-			for (i = 0; i < n; i++)
-			{
-				FdwLeafState *leaf = &st->leaves[targets[i]];
-
-				if (leaf->nkeys == leaf->maxkeys)
-					leaf->keys = grow_array(st, leaf->keys, &leaf->maxkeys, leaf->nkeys + 1,
-											sizeof(Datum));
-				leaf->keys[leaf->nkeys++] = st->dkeys[d];
-			}
-		}
-	}
-	else
-		for (i = 0; i < st->nleaves; i++)
-		{
-			st->leaves[i].keys = st->dkeys;
-			st->leaves[i].nkeys = st->ndistinct;
-		}
-
-	/* one array parameter per leaf: each leaf's query is sent once */
-	old = MemoryContextSwitchTo(st->batch_cxt);
-	for (i = 0; i < st->nleaves; i++)
-	{
-		FdwLeafState *leaf = &st->leaves[i];
-		ParamExecData *prm = &st->css.ss.ps.state->es_param_exec_vals[leaf->paramid];
-		ArrayType  *arr = construct_array(leaf->keys, leaf->nkeys, st->keytype,
-										  st->typlen, st->typbyval, st->typalign);
-
-		prm->execPlan = NULL;
-		prm->value = PointerGetDatum(arr);
-		prm->isnull = false;
-		changed = bms_add_member(changed, leaf->paramid);
-		leaf->queries++;
-		leaf->keys_sent += leaf->nkeys;
-	}
-	MemoryContextSwitchTo(old);
-	st->inner_ps->chgParam = bms_join(st->inner_ps->chgParam, changed);
-	return true;
+	return eytz_fdwjoin_form_scan_tuple(st, row_values(st, row), row->isnull, inner);
 }
 
 /* The leaf whose ForeignScan returned slot */
@@ -701,6 +262,7 @@ fill_ring(FdwJoinState *st)
 		e->pos = -1;
 		if (!isnull)
 		{
+			e->key = key;
 			e->hash = key_hash(st, key);
 			e->pos = e->hash & st->mask;
 			__builtin_prefetch(&st->table[e->pos]);
@@ -740,14 +302,13 @@ next_inner_row(FdwJoinState *st)
 	{
 		FdwRingRow *e;
 		FdwKeySlot *slot;
-		bool		isnull;
 
 		if (st->ring_pos == st->ring_len && !fill_ring(st))
 			return false;
 		e = &st->ring[st->ring_pos++];
 		if (e->pos < 0)
 			continue;
-		slot = key_slot_from(st, e->pos, slot_getattr(e->slot, st->key_col, &isnull), e->hash);
+		slot = key_slot_from(st, e->pos, e->key, e->hash);
 		if (slot->first < 0)
 			continue;
 		st->inner_slot = e->slot;
@@ -779,7 +340,7 @@ fdwjoin_exec(CustomScanState *node)
 		switch (st->phase)
 		{
 			case FJ_FILL:
-				if (!fill_batch(st))
+				if (!eytz_fdwjoin_fill_batch(st))
 				{
 					st->phase = FJ_DONE;
 					break;

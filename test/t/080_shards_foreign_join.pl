@@ -136,14 +136,23 @@ CREATE TABLE fk_outer AS SELECT ('{-0,0,NaN,1.5,3,NULL,Infinity}'::float8[])[1 +
   FROM generate_series(1, 50) g;
 ANALYZE fk_f; ANALYZE fk_local; ANALYZE fk_outer;
 });
-foreach my $j (@joins[0 .. 3])
+# The inner, LEFT, semi and anti joins of outer table $outer with foreign
+# table $foreign (after settings $set), each planned as the foreign join and
+# answering as the same join with the local copy $local
+sub joins_as_local
 {
-	my $q = sprintf($j =~ s/outer_local/fk_outer/r, 'fk_f');
-	my $ref = $coord->safe_psql('postgres', sprintf($j =~ s/outer_local/fk_outer/r, 'fk_local'));
-	like($coord->safe_psql('postgres', "$force EXPLAIN (COSTS OFF) $q"), qr/EytzGPU Foreign Join/,
-		"foreign join planned on float8 keys: $j");
-	is($coord->safe_psql('postgres', "$force $q"), $ref, "foreign join on float8 keys (0 = -0, NaN) answers as the local one: $j");
+	my ($outer, $foreign, $local, $set, $what) = @_;
+	foreach my $j (@joins[0 .. 3])
+	{
+		my $q = sprintf($j =~ s/outer_local/$outer/r, $foreign);
+		my $ref = $coord->safe_psql('postgres', sprintf($j =~ s/outer_local/$outer/r, $local));
+		like($coord->safe_psql('postgres', "$force $set EXPLAIN (COSTS OFF) $q"),
+			qr/EytzGPU Foreign Join/, "foreign join planned on $what: $j");
+		is($coord->safe_psql('postgres', "$force $set $q"), $ref,
+			"foreign join on $what answers as the local one: $j");
+	}
 }
+joins_as_local('fk_outer', 'fk_f', 'fk_local', '', 'float8 keys (0 = -0, NaN)');
 
 # int8 keys a * (2^32 + 1) all have the same hash in the batch's table (its
 # Datum's halves folded): every probe passes other keys of that hash
@@ -161,15 +170,8 @@ CREATE TABLE ck_outer AS SELECT CASE WHEN g % 37 = 0 THEN NULL ELSE (g % 330 - 1
   FROM generate_series(1, 700) g;
 ANALYZE ck_f; ANALYZE ck_local; ANALYZE ck_outer;
 });
-foreach my $j (@joins[0 .. 3])
-{
-	my $q = sprintf($j =~ s/outer_local/ck_outer/r, 'ck_f');
-	my $ref = $coord->safe_psql('postgres', sprintf($j =~ s/outer_local/ck_outer/r, 'ck_local'));
-	like($coord->safe_psql('postgres', "$force EXPLAIN (COSTS OFF) $q"), qr/EytzGPU Foreign Join/,
-		"foreign join planned on int8 keys of one hash: $j");
-	is($coord->safe_psql('postgres', "$force SET eytzgpu.foreign_batch_size = 200; $q"), $ref,
-		"foreign join on int8 keys of one hash answers as the local one: $j");
-}
+joins_as_local('ck_outer', 'ck_f', 'ck_local', 'SET eytzgpu.foreign_batch_size = 200;',
+	'int8 keys of one hash');
 
 # one remote query per shard per batch, keys routed by the partition key;
 # the range-partitioned table routes no key to the empty shard's range
