@@ -10,7 +10,9 @@
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with eytzgpu
 # installed.  Two data sets, each as one table, hash-partitioned PARTS ways
 # and range-partitioned PARTS ways on the key (equal key ranges), every one
-# with an eytzgpu index on k:
+# with an eytzgpu index on k (INDEX_COLS, default "(k)"; "(k) INCLUDE (v)"
+# makes it covering, so that the join answers from the index where the
+# visibility map allows):
 #   friendly: keys k = g * 48271 mod (2^31 - 1), unique, scattered over int4
 #     (heap order is not key order); the outer table OUTER_ROWS distinct
 #     keys drawn from them;
@@ -28,6 +30,7 @@ N=${1:-20000000}
 M=${2:-2000000}
 REPEAT=${3:-3}
 PARTS=${4:-8}
+INDEX_COLS=${INDEX_COLS:-(k)}
 PSQL="psql -X -q -v ON_ERROR_STOP=1"
 OUT=${BENCH_OUT:-/tmp/partition_bench}
 mkdir -p "$OUT"
@@ -53,7 +56,7 @@ make_data() {
 	sql "CREATE UNLOGGED TABLE ${set}_outer (k int4)"
 	sql "SELECT setseed(0.42); INSERT INTO ${set}_outer $outer"
 	for t in plain hash range; do
-		sql "CREATE INDEX ON ${set}_$t USING eytzgpu (k)"
+		sql "CREATE INDEX ON ${set}_$t USING eytzgpu $INDEX_COLS"
 	done
 	sql "VACUUM ANALYZE ${set}_plain, ${set}_hash, ${set}_range, ${set}_outer"
 }

@@ -25,8 +25,14 @@
 
 #include "eytzpage.h"
 
-/* 'auto' picks EBS while keys and TIDs fit in this much (an H100's L2) */
-#define EYTZ_AUTO_EBS_MAX_BYTES (50 * 1024 * 1024)
+/*
+ * 'auto' picks EBS while keys and TIDs fit in this much (a CPU core's L2,
+ * where both layouts stay cached and search alike), EKS above: the k-ary
+ * layout's fewer levels searched faster on the H100 from 2^18 keys and on
+ * the CPU (cuda/README.md, bench/partition_results.md), although the paper
+ * keeps EBS up to the GPU's L2
+ */
+#define EYTZ_AUTO_EBS_MAX_BYTES (1024 * 1024)
 
 /* the pending_limit reloption's default: the limit follows the index's size */
 #define EYTZ_PENDING_LIMIT_AUTO		(-1)

@@ -282,3 +282,60 @@ RESET parallel_leader_participation;
 
 -- a whole-row reference of a leaf is not its partitioned table's row: PostgreSQL's plans
 SELECT join_check('SELECT o.x, i FROM jt_outer o JOIN jt_hash i ON i.k = o.k');
+
+-- integer partition keys of each width, routed through their bounds read
+-- once (an int8 hash key through its hash function): keys at the types'
+-- extremes and on the bounds, int2 keys routed to int8 columns and back
+CREATE TABLE jt_w_outer (a int2, b int8);
+INSERT INTO jt_w_outer SELECT g::int2, g::int8 * 281474976710656 FROM generate_series(-32768, 32767, 7) g;
+INSERT INTO jt_w_outer VALUES (32767, 9223372036854775807), (-32768, -9223372036854775808),
+	(-1000, -1000), (1000, 1000), (0, 0), (NULL, NULL);
+CREATE TABLE jt_w2r (k int2, v int4) PARTITION BY RANGE (k);
+CREATE TABLE jt_w2r_a PARTITION OF jt_w2r FOR VALUES FROM (MINVALUE) TO (-1000);
+CREATE TABLE jt_w2r_b PARTITION OF jt_w2r FOR VALUES FROM (-1000) TO (0);
+CREATE TABLE jt_w2r_c PARTITION OF jt_w2r FOR VALUES FROM (0) TO (1000);
+CREATE TABLE jt_w2r_d PARTITION OF jt_w2r FOR VALUES FROM (1000) TO (MAXVALUE);
+CREATE TABLE jt_w2h (k int2, v int4) PARTITION BY HASH (k);
+CREATE TABLE jt_w2h_0 PARTITION OF jt_w2h FOR VALUES WITH (MODULUS 3, REMAINDER 0);
+CREATE TABLE jt_w2h_1 PARTITION OF jt_w2h FOR VALUES WITH (MODULUS 3, REMAINDER 1);
+CREATE TABLE jt_w2h_2 PARTITION OF jt_w2h FOR VALUES WITH (MODULUS 3, REMAINDER 2);
+CREATE TABLE jt_w8r (k int8, v int4) PARTITION BY RANGE (k);
+CREATE TABLE jt_w8r_a PARTITION OF jt_w8r FOR VALUES FROM (MINVALUE) TO (-9223372036854775807);
+CREATE TABLE jt_w8r_b PARTITION OF jt_w8r FOR VALUES FROM (-1000) TO (1000);
+CREATE TABLE jt_w8r_c PARTITION OF jt_w8r FOR VALUES FROM (4294967296) TO (9223372036854775807);
+CREATE TABLE jt_w8r_d PARTITION OF jt_w8r DEFAULT;
+CREATE TABLE jt_w8l (k int8, v int4) PARTITION BY LIST (k);
+CREATE TABLE jt_w8l_a PARTITION OF jt_w8l FOR VALUES IN (-9223372036854775808, 0, 1000, 281474976710656);
+CREATE TABLE jt_w8l_b PARTITION OF jt_w8l FOR VALUES IN (9223372036854775807, -1000, -7);
+CREATE TABLE jt_w8l_c PARTITION OF jt_w8l DEFAULT;
+CREATE TABLE jt_w8h (k int8, v int4) PARTITION BY HASH (k);
+CREATE TABLE jt_w8h_0 PARTITION OF jt_w8h FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE jt_w8h_1 PARTITION OF jt_w8h FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO jt_w2r SELECT g, g FROM generate_series(-32768, 32767, 3) g;
+INSERT INTO jt_w2r VALUES (32767, 1), (-32768, 2), (-1000, 3), (1000, 4);
+INSERT INTO jt_w2h SELECT k, v FROM jt_w2r UNION ALL SELECT NULL, 5;
+INSERT INTO jt_w8r SELECT g::int8 * 281474976710656, g FROM generate_series(-32768, 32767, 3) g;
+INSERT INTO jt_w8r VALUES (9223372036854775807, 1), (-9223372036854775808, 2), (-9223372036854775807, 3),
+	(-1000, 4), (1000, 5), (4294967296, 6), (0, 7), (NULL, 8);
+INSERT INTO jt_w8l SELECT k, v FROM jt_w8r;
+INSERT INTO jt_w8h SELECT k, v FROM jt_w8r;
+CREATE INDEX ON jt_w2r USING eytzgpu (k);
+CREATE INDEX ON jt_w2h USING eytzgpu (k);
+CREATE INDEX ON jt_w8r USING eytzgpu (k);
+CREATE INDEX ON jt_w8l USING eytzgpu (k);
+CREATE INDEX ON jt_w8h USING eytzgpu (k);
+ANALYZE jt_w_outer, jt_w2r, jt_w2h, jt_w8r, jt_w8l, jt_w8h;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT count(*) AS routed FROM join_plan('SELECT o.a, i.v FROM jt_w_outer o JOIN jt_w2r i ON i.k = o.a')
+ WHERE join_plan ~ 'Key Routing: partition key';
+SELECT join_check('SELECT o.a, i.v FROM jt_w_outer o JOIN jt_w2r i ON i.k = o.a');
+SELECT join_check('SELECT o.a, i.v FROM jt_w_outer o JOIN jt_w2h i ON i.k = o.a');
+SELECT join_check('SELECT o.b, i.v FROM jt_w_outer o JOIN jt_w2r i ON i.k = o.b');
+SELECT join_check('SELECT o.b, i.v FROM jt_w_outer o LEFT JOIN jt_w8r i ON i.k = o.b');
+SELECT join_check('SELECT o.b, i.v FROM jt_w_outer o JOIN jt_w8l i ON i.k = o.b');
+SELECT join_check('SELECT o.b, i.v FROM jt_w_outer o JOIN jt_w8h i ON i.k = o.b');
+SELECT join_check('SELECT o.a, i.v FROM jt_w_outer o JOIN jt_w8r i ON i.k = o.a');
+SELECT join_check('SELECT o.a FROM jt_w_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_w8l i WHERE i.k = o.a)');
+RESET enable_hashjoin;
+RESET enable_mergejoin;

@@ -108,7 +108,7 @@ DROP INDEX orders_customer_cov;
 
 CREATE INDEX orders_placed ON orders USING eytzgpu (placed) WITH (layout = 'eks', fanout = 17);
 ALTER INDEX orders_customer SET (layout = 'eks', fanout = 5, pending_limit = 1000);
-SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- still ebs, 2
+SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- still eks, 9
 SELECT eytzgpu_merge('orders_customer') > 0 AS merged;
 SELECT layout, fanout FROM eytzgpu_info('orders_customer');   -- eks, 5
 ALTER INDEX orders_customer RESET (layout, fanout, pending_limit);
