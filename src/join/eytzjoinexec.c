@@ -371,7 +371,7 @@ eytz_join_start(EytzJoinState *st)
 	eytz_join_use_leaf(st, 0);
 	/* routed keys are copied (eytz_join_route_batch): their bytes count too */
 	if (OidIsValid(st->route_opno) && st->nleaves > 1)
-		per_row += 2 * sizeof(uint64) + sizeof(uint32);
+		per_row += sizeof(uint64) + sizeof(uint32);
 	st->cap = (uint32) Max(1, Min((Size) eytz_batch_size, st->rows_mem / per_row));
 	st->next_chunk = Min(EYTZ_FIRST_CHUNK, st->chunk_cap);
 	/*

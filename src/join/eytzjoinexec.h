@@ -251,8 +251,7 @@ typedef struct EytzJoinState
 	int			npruned_start;	/* leaves pruned at the start, or -1: no
 								 * parameter decides any */
 	struct EytzPartRoute *route;	/* the router, once made (NULL: none) */
-	uint64	   *rlo;			/* the routed copies of a batch's queries */
-	uint64	   *rhi;
+	uint64	   *rlo;			/* the routed copies of a batch's point queries */
 	uint32	   *rrow;
 	Size		rcap;
 	uint32	   *rcount;			/* per leaf: routed queries (scratch) */

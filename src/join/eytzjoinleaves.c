@@ -287,11 +287,9 @@ reserve_routed(EytzJoinState *st, Size n)
 	if (st->rlo)
 	{
 		pfree(st->rlo);
-		pfree(st->rhi);
 		pfree(st->rrow);
 	}
 	st->rlo = MemoryContextAllocHuge(cxt, n * sizeof(uint64));
-	st->rhi = MemoryContextAllocHuge(cxt, n * sizeof(uint64));
 	st->rrow = MemoryContextAllocHuge(cxt, n * sizeof(uint32));
 	st->rcap = n;
 }
@@ -347,8 +345,9 @@ eytz_join_route_batch(EytzJoinState *st)
 	{
 		EytzJoinLeaf *leaf = &st->leaves[i];
 
+		/* routed keys are points: each one's range ends where it starts */
 		leaf->qlo = st->rlo + total;
-		leaf->qhi = st->rhi + total;
+		leaf->qhi = leaf->qlo;
 		leaf->qrow = st->rrow + total;
 		total += st->rcount[i];
 		leaf->nq = 0;
@@ -375,7 +374,6 @@ eytz_join_route_batch(EytzJoinState *st)
 			if (leaf->pruned)
 				continue;
 			leaf->qlo[leaf->nq] = st->qlo[q];
-			leaf->qhi[leaf->nq] = st->qhi[q];
 			leaf->qrow[leaf->nq] = st->qrow[q];
 			leaf->nq++;
 		}
