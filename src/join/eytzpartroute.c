@@ -103,6 +103,13 @@ is_integer_type(Oid typid)
 	return typid == INT2OID || typid == INT4OID || typid == INT8OID;
 }
 
+static int64
+integer_value(Oid typid, Datum value)
+{
+	return typid == INT2OID ? DatumGetInt16(value) :
+		typid == INT4OID ? DatumGetInt32(value) : DatumGetInt64(value);
+}
+
 /* The key as a value of the partition key's type; false when none equals it */
 static bool
 convert_key(RouteConversion conversion, Oid key_type, Datum key, Datum *value)
@@ -114,8 +121,7 @@ convert_key(RouteConversion conversion, Oid key_type, Datum key, Datum *value)
 		*value = key;
 		return true;
 	}
-	v = key_type == INT2OID ? DatumGetInt16(key) :
-		key_type == INT4OID ? DatumGetInt32(key) : DatumGetInt64(key);
+	v = integer_value(key_type, key);
 	switch (conversion)
 	{
 		case ROUTE_TO_INT2:
@@ -154,13 +160,6 @@ leaf_position(List *leaf_oids, Oid relid)
 		if (lfirst_oid(lc) == relid)
 			return foreach_current_index(lc);
 	return ROUTE_NOWHERE;
-}
-
-static int64
-integer_value(Oid typid, Datum value)
-{
-	return typid == INT2OID ? DatumGetInt16(value) :
-		typid == INT4OID ? DatumGetInt32(value) : DatumGetInt64(value);
 }
 
 /* Read level's bounds into arrays where its key and support allow (header) */
