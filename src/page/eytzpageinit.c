@@ -17,7 +17,7 @@
 
 /*
  * Fan-out (2: EBS) and pending limit of an index about to hold n entries:
- * 'auto' takes EBS while keys and TIDs fit in a GPU's L2 (the paper's rule).
+ * 'auto' takes EBS while keys and TIDs fit in EYTZ_AUTO_EBS_MAX_BYTES (eytzam.h).
  *
  * A merge rewrites the whole layout, so with a fixed pending limit its cost
  * per insert grows with the index.  Unless set, the limit grows with it
