@@ -23,7 +23,7 @@
 # its own that ran the query once before (warm): the table shows the best
 # and the median of the rounds.  The ratios are against the EytzGPU Join
 # over the partitioned table of the same data set and partitioning.
-# SKIP_DATA=1 reuses the tables of a previous run.
+# SKIP_DATA=1 reuses the tables of a previous run, and their indexes as they are.
 # Results: $BENCH_OUT/table.md (default /tmp/partition_bench).
 set -euo pipefail
 N=${1:-20000000}
