@@ -5,11 +5,13 @@
  *		postgres_fdw (or another FDW that ships "column = ANY($param)").
  *
  * When the inner side of an INNER, LEFT, SEMI or ANTI equi-join is a foreign
- * table, or a partitioned table whose leaves are all foreign tables, the
- * outer side is read in batches; each batch's distinct non-NULL keys,
- * sorted, are sent to each leaf as the one array parameter of the clause
- * "key = ANY($n)" that the leaf's own ForeignScan ships: one remote query
- * per leaf per batch.  The ForeignScans are planned by the FDW itself
+ * table, or a partitioned table whose leaves are foreign tables (local ones
+ * beside them too), the outer side is read in batches; each batch's
+ * distinct non-NULL keys, sorted, are sent to each leaf as the one array
+ * parameter of the clause "key = ANY($n)" that the leaf's own ForeignScan
+ * ships: one remote query per leaf per batch.  A local leaf takes the same
+ * array as the condition of its own index scan (PostgreSQL's index paths
+ * for the clause; an eytzgpu index answers it with one batched lookup).  The ForeignScans are planned by the FDW itself
  * (GetForeignRelSize, GetForeignPaths, GetForeignPlan over a copy of the
  * leaf's RelOptInfo with the clause added to its restrictions), so its
  * shippability rules, connections, user mappings, remote transactions and
@@ -24,7 +26,7 @@
  * Join's are (eytzjoinplan.h, eytzjoinleaves.h).
  *
  * The plan: custom_plans are the outer plan and the inner one (a
- * ForeignScan, or an Append of ForeignScans); custom_scan_tlist is the outer
+ * ForeignScan, or an Append of the leaves' scans); custom_scan_tlist is the outer
  * plan's target list followed by the inner plan's columns; custom_exprs and
  * custom_private are lists indexed by the enums below.  The array
  * parameters are PARAM_EXEC params that only this node sets: they are added
@@ -50,6 +52,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -191,6 +194,41 @@ has_system_vars(Node *node, Index relid)
 	return false;
 }
 
+/* "key = ANY($n)", $n a new PARAM_EXEC array param of the key's type (*param) */
+static ScalarArrayOpExpr *
+key_array_clause(PlannerInfo *root, const FdwKeyClause *kc, Node *key, Param **param)
+{
+	ScalarArrayOpExpr *saop = makeNode(ScalarArrayOpExpr);
+
+	*param = generate_new_exec_param(root, get_array_type(kc->keytype), -1,
+									 exprCollation(key));
+	saop->opno = kc->eq_opno;
+	saop->opfuncid = get_opcode(kc->eq_opno);
+	saop->useOr = true;
+	saop->inputcollid = kc->collation;
+	saop->args = list_make2(key, *param);
+	saop->location = -1;
+	return saop;
+}
+
+/* A copy of leaf, without its paths, with restriction rinfo added */
+static RelOptInfo *
+leaf_copy(RelOptInfo *leaf, RestrictInfo *rinfo)
+{
+	RelOptInfo *rel = makeNode(RelOptInfo);
+
+	memcpy(rel, leaf, sizeof(RelOptInfo));
+	rel->pathlist = NIL;
+	rel->partial_pathlist = NIL;
+	rel->ppilist = NIL;
+	rel->cheapest_startup_path = NULL;
+	rel->cheapest_total_path = NULL;
+	rel->cheapest_unique_path = NULL;
+	rel->cheapest_parameterized_paths = NIL;
+	rel->baserestrictinfo = lappend(list_copy(leaf->baserestrictinfo), rinfo);
+	return rel;
+}
+
 /*
  * The FDW's own ForeignScan of leaf with "key = ANY($n)" added to its
  * restrictions ($n a new PARAM_EXEC array param, *paramid), returning the
@@ -204,7 +242,7 @@ plan_foreign_leaf(PlannerInfo *root, RelOptInfo *parent, RelOptInfo *leaf,
 				  const FdwKeyClause *kc, List *parent_vars, int *paramid)
 {
 	RangeTblEntry *rte = planner_rt_fetch(leaf->relid, root);
-	RelOptInfo *rel = makeNode(RelOptInfo);
+	RelOptInfo *rel;
 	Node	   *key;
 	List	   *vars;
 	List	   *tlist = NIL;
@@ -230,28 +268,12 @@ plan_foreign_leaf(PlannerInfo *root, RelOptInfo *parent, RelOptInfo *leaf,
 	foreach(lc, vars)
 		tlist = lappend(tlist, makeTargetEntry(lfirst(lc), resno++, NULL, false));
 
-	param = generate_new_exec_param(root, get_array_type(kc->keytype), -1,
-									exprCollation(key));
-	saop = makeNode(ScalarArrayOpExpr);
-	saop->opno = kc->eq_opno;
-	saop->opfuncid = get_opcode(kc->eq_opno);
-	saop->useOr = true;
-	saop->inputcollid = kc->collation;
-	saop->args = list_make2(key, param);
-	saop->location = -1;
+	saop = key_array_clause(root, kc, key, &param);
 	rinfo = eytz_make_restrictinfo(root, (Expr *) saop, leaf->relids);
 
 	/* the FDW plans a copy of the leaf: the leaf's own paths stay as they are */
-	memcpy(rel, leaf, sizeof(RelOptInfo));
-	rel->pathlist = NIL;
-	rel->partial_pathlist = NIL;
-	rel->ppilist = NIL;
-	rel->cheapest_startup_path = NULL;
-	rel->cheapest_total_path = NULL;
-	rel->cheapest_unique_path = NULL;
-	rel->cheapest_parameterized_paths = NIL;
+	rel = leaf_copy(leaf, rinfo);
 	rel->fdw_private = NULL;
-	rel->baserestrictinfo = lappend(list_copy(leaf->baserestrictinfo), rinfo);
 
 	rel->fdwroutine->GetForeignRelSize(root, rel, rte->relid);
 	rel->fdwroutine->GetForeignPaths(root, rel, rte->relid);
@@ -287,6 +309,65 @@ plan_foreign_leaf(PlannerInfo *root, RelOptInfo *parent, RelOptInfo *leaf,
 		root->glob->dependsOnRole = true;
 	*paramid = param->paramid;
 	return fscan;
+}
+
+/*
+ * A local leaf beside the shards: PostgreSQL's own index paths for a copy of
+ * the leaf (and of its indexes) with "key = ANY($n)" added to its
+ * restrictions ($n a new PARAM_EXEC array param, *paramid), returning the
+ * columns parent_vars (of parent, translated to leaf): the cheapest
+ * unparameterized index or bitmap scan (an eytzgpu index answers the array
+ * with one batched lookup), or NULL where no index takes the clause (a
+ * sequential scan per batch would not be batched key access).
+ */
+static Path *
+path_local_leaf(PlannerInfo *root, RelOptInfo *parent, RelOptInfo *leaf,
+				const FdwKeyClause *kc, List *parent_vars, int *paramid)
+{
+	RelOptInfo *rel;
+	Node	   *key;
+	List	   *vars;
+	Param	   *param;
+	ScalarArrayOpExpr *saop;
+	Path	   *best = NULL;
+	ListCell   *lc;
+
+	key = eytz_adjust_appendrel_multilevel(root, (Node *) kc->inner_arg, leaf, parent);
+	vars = (List *) eytz_adjust_appendrel_multilevel(root, (Node *) parent_vars, leaf, parent);
+	saop = key_array_clause(root, kc, key, &param);
+	/* the leaf's own paths stay as they are */
+	rel = leaf_copy(leaf, eytz_make_restrictinfo(root, (Expr *) saop, leaf->relids));
+	rel->consider_parallel = false;
+	/* the scan returns exactly the columns the other leaves' scans do */
+	rel->reltarget = create_empty_pathtarget();
+	foreach(lc, vars)
+		add_column_to_pathtarget(rel->reltarget, lfirst(lc), 0);
+	set_pathtarget_cost_width(root, rel->reltarget);
+	/* an index matches the restrictions of its own rel (indrestrictinfo) */
+	rel->indexlist = NIL;
+	foreach(lc, leaf->indexlist)
+	{
+		IndexOptInfo *index = makeNode(IndexOptInfo);
+
+		memcpy(index, lfirst(lc), sizeof(IndexOptInfo));
+		index->rel = rel;
+		rel->indexlist = lappend(rel->indexlist, index);
+	}
+	check_index_predicates(root, rel);
+	set_baserel_size_estimates(root, rel);
+	create_index_paths(root, rel);
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (path->param_info == NULL &&
+			(IsA(path, IndexPath) || IsA(path, BitmapHeapPath)) &&
+			(best == NULL || path->total_cost < best->total_cost))
+			best = path;
+	}
+	if (best != NULL)
+		*paramid = param->paramid;
+	return best;
 }
 
 /* A numeric option of a foreign server, or dflt */
@@ -358,10 +439,15 @@ cost_fdw_join(PlannerInfo *root, CustomPath *cpath, Path *outer_path,
 		RelOptInfo *leaf = lfirst(lc);
 		double		share = leaf->tuples > 0 ? leaf->tuples / inner_tuples :
 			1.0 / list_length(leaves);
-		double		tuple_cost = server_cost_option(leaf->serverid, "fdw_tuple_cost",
-													EYTZ_PGFDW_DEFAULT_TUPLE_COST);
+		double		tuple_cost = 0;
 
-		remote += nbatches * server_cost_option(leaf->serverid, "fdw_startup_cost", 100.0);
+		/* a local leaf: no remote query, its rows read here */
+		if (OidIsValid(leaf->serverid))
+		{
+			tuple_cost = server_cost_option(leaf->serverid, "fdw_tuple_cost",
+											EYTZ_PGFDW_DEFAULT_TUPLE_COST);
+			remote += nbatches * server_cost_option(leaf->serverid, "fdw_startup_cost", 100.0);
+		}
 		remote += returned * share * (tuple_cost + cpu_tuple_cost);
 		/* the remote lookups: one descent per key sent */
 		remote += Min(outer_keys * nbatches, outer_rows) * Min(share * list_length(leaves), 1.0) *
@@ -395,6 +481,9 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *leaf_plans = NIL;
 	List	   *paramids = NIL;
 	List	   *leaf_oids = NIL;
+	List	   *local_paths = NIL;
+	List	   *cpath_local = NIL;
+	int			nforeign = 0;
 	FdwKeyClause kc = {0};
 	bool		have_key = false;
 	int			key_col = 0;
@@ -469,19 +558,41 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	if (key_col == 0)
 		return;
 
+	/*
+	 * each leaf's scan for one batch: a foreign leaf's ForeignScan, planned
+	 * now; a local leaf's index scan (a slot left NULL in leaf_plans), planned
+	 * with the join (custom_paths) and put in its slot then
+	 */
 	foreach(lc, leaves)
 	{
 		RelOptInfo *leaf = lfirst(lc);
-		int			paramid;
-		ForeignScan *fscan = plan_foreign_leaf(root, innerrel, leaf, &kc,
-											   inner_vars, &paramid);
+		int			paramid = 0;
+		ForeignScan *fscan = NULL;
+		Path	   *lpath = NULL;
 
-		if (fscan == NULL)
+		if (OidIsValid(leaf->serverid))
+		{
+			fscan = plan_foreign_leaf(root, innerrel, leaf, &kc, inner_vars, &paramid);
+			nforeign++;
+		}
+		else
+		{
+			lpath = path_local_leaf(root, innerrel, leaf, &kc, inner_vars, &paramid);
+			if (lpath == NULL)
+				elog(DEBUG1, "eytzgpu: no foreign join over \"%s\": its leaf \"%s\" has no index for \"%s = ANY(...)\"",
+					 get_rel_name(rte->relid), get_rel_name(planner_rt_fetch(leaf->relid, root)->relid),
+					 get_attname(rte->relid, kc.inner_var->varattno, false));
+		}
+		if (fscan == NULL && lpath == NULL)
 			return;
 		leaf_plans = lappend(leaf_plans, fscan);
+		local_paths = lappend(local_paths, lpath);
 		paramids = lappend_int(paramids, paramid);
 		leaf_oids = lappend_oid(leaf_oids, planner_rt_fetch(leaf->relid, root)->relid);
 	}
+	/* only local leaves: the EytzGPU Join's (eytzjoin.c) */
+	if (nforeign == 0)
+		return;
 
 	if (list_length(leaf_plans) == 1 && linitial(leaves) == innerrel)
 		inner_plan = linitial(leaf_plans);
@@ -508,7 +619,18 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		{
 			ForeignScan *fscan = lfirst(lc);
 			RelOptInfo *leaf = list_nth(leaves, foreach_current_index(lc));
+			Path	   *lpath = list_nth(local_paths, foreach_current_index(lc));
 
+			if (lpath != NULL)
+			{
+				/* a local leaf: read while the shards' queries run */
+				append->plan.startup_cost = Max(append->plan.startup_cost,
+												lpath->startup_cost);
+				append->plan.total_cost += lpath->total_cost;
+				append->plan.plan_rows += lpath->rows;
+				cpath_local = lappend(cpath_local, lpath);
+				continue;
+			}
 			if (list_length(leaf_plans) > 1 && leaf->fdwroutine->ForeignAsyncRequest != NULL)
 			{
 				fscan->scan.plan.async_capable = true;
@@ -524,6 +646,7 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 
 	cpath = eytz_join_new_path(joinrel, outer_path, false, &fdwjoin_path_methods);
+	cpath->custom_paths = list_concat(cpath->custom_paths, cpath_local);
 	/* in the order of FdwPathPrivateIndex */
 	cpath->custom_private = list_make5(makeInteger(jointype), kc.outer_expr,
 									   joinquals, otherquals, inner_plan);
@@ -553,6 +676,25 @@ fdwjoin_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	ListCell   *lc;
 	int			nouter;
 
+	/* the local leaves' plans (custom_plans after the outer one) into their slots */
+	if (list_length(custom_plans) > 1)
+	{
+		Append	   *append = castNode(Append, inner_plan);
+		int			next = 1;
+
+		append->appendplans = list_copy(append->appendplans);
+		foreach(lc, append->appendplans)
+		{
+			if (lfirst(lc) == NULL)
+			{
+				Plan	   *leaf_plan = list_nth(custom_plans, next++);
+
+				lfirst(lc) = leaf_plan;
+				append->plan.plan_width = leaf_plan->plan_width;
+			}
+		}
+		Assert(next == list_length(custom_plans));
+	}
 	cscan = eytz_join_new_scan(best_path, tlist,
 							   list_make2(linitial(custom_plans), inner_plan),
 							   &nouter, &fdwjoin_scan_methods);

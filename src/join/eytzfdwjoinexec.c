@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/nbtree.h"
+#include "catalog/pg_class.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
@@ -145,12 +146,16 @@ fdwjoin_begin(CustomScanState *node, EState *estate, int eflags)
 	for (i = 0; i < st->nleaves; i++)
 	{
 		Oid			relid = list_nth_oid(leaf_oids, i);
-		ForeignTable *ft = GetForeignTable(relid);
 
 		st->leaves[i].paramid = list_nth_int(paramids, i);
 		st->leaves[i].ps = leaf_ps[i];
-		st->leaves[i].name = psprintf("%s.%s", GetForeignServer(ft->serverid)->servername,
-									  get_rel_name(relid));
+		st->leaves[i].local = get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE;
+		if (st->leaves[i].local)
+			st->leaves[i].name = get_rel_name(relid);
+		else
+			st->leaves[i].name = psprintf("%s.%s",
+										  GetForeignServer(GetForeignTable(relid)->serverid)->servername,
+										  get_rel_name(relid));
 	}
 
 	/* keys go to the leaves that can hold them, where the partition key says */
@@ -468,23 +473,27 @@ fdwjoin_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		FdwLeafState *leaf = &st->leaves[i];
 
+		/* a local leaf's "round trips" are its scans (one per batch) */
+		const char *kind = leaf->local ? "Local Leaf" : "Shard";
+
 		if (es->format == EXPLAIN_FORMAT_TEXT)
 		{
-			char	   *label = psprintf("Shard %s", leaf->name);
+			char	   *label = psprintf("%s %s", kind, leaf->name);
 
 			ExplainPropertyText(label,
-								psprintf("round trips=" UINT64_FORMAT " keys sent=" UINT64_FORMAT
+								psprintf("%s=" UINT64_FORMAT " keys sent=" UINT64_FORMAT
 										 " rows=" UINT64_FORMAT,
+										 leaf->local ? "scans" : "round trips",
 										 leaf->queries, leaf->keys_sent, leaf->rows), es);
 		}
 		else
 		{
-			ExplainOpenGroup("Shard", NULL, true, es);
-			ExplainPropertyText("Shard", leaf->name, es);
-			ExplainPropertyUInteger("Round Trips", NULL, leaf->queries, es);
+			ExplainOpenGroup(kind, NULL, true, es);
+			ExplainPropertyText(kind, leaf->name, es);
+			ExplainPropertyUInteger(leaf->local ? "Scans" : "Round Trips", NULL, leaf->queries, es);
 			ExplainPropertyUInteger("Keys Sent", NULL, leaf->keys_sent, es);
 			ExplainPropertyUInteger("Rows Returned", NULL, leaf->rows, es);
-			ExplainCloseGroup("Shard", NULL, true, es);
+			ExplainCloseGroup(kind, NULL, true, es);
 		}
 	}
 }

@@ -21,8 +21,9 @@
 typedef struct FdwLeafState
 {
 	int			paramid;
-	PlanState  *ps;				/* its ForeignScan */
-	char	   *name;			/* "server.table" */
+	PlanState  *ps;				/* its ForeignScan, or a local leaf's index scan */
+	char	   *name;			/* "server.table", or a local leaf's "table" */
+	bool		local;
 	uint64		queries;
 	uint64		keys_sent;
 	uint64		rows;

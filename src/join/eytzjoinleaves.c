@@ -41,7 +41,8 @@
  * RelOptInfos, in bound order) to *leaves and count the partitions pruned
  * (at any level) in *npruned; false when a leaf is not of relkind: a plain
  * table (RELKIND_RELATION) for the EytzGPU Join, a foreign table whose FDW
- * is known (RELKIND_FOREIGN_TABLE) for the foreign join (eytzfdwjoin.c)
+ * is known (RELKIND_FOREIGN_TABLE) or a plain table (the foreign join,
+ * eytzfdwjoin.c: shards beside local leaves)
  */
 bool
 eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel, char relkind,
@@ -68,9 +69,10 @@ eytz_join_collect_leaves(PlannerInfo *root, RelOptInfo *rel, char relkind,
 				return false;
 			continue;
 		}
-		if (rte->relkind != relkind)
+		if (rte->relkind != relkind &&
+			!(relkind == RELKIND_FOREIGN_TABLE && rte->relkind == RELKIND_RELATION))
 			return false;
-		if (relkind == RELKIND_FOREIGN_TABLE &&
+		if (rte->relkind == RELKIND_FOREIGN_TABLE &&
 			(child->fdwroutine == NULL || !bms_is_empty(child->lateral_relids)))
 			return false;
 		*leaves = lappend(*leaves, child);

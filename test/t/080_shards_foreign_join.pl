@@ -44,6 +44,7 @@ for my $s (0 .. $nshards - 1)
 CREATE TABLE inner_p$s (k int4, v int4);
 CREATE TABLE inner_r$s (k int4, v int4);
 CREATE TABLE inner_all (k int4, v int4);
+CREATE TABLE inner_m$s (k int4, v int4);
 });
 }
 EytzShards::create_servers($coord, \@shards, "fetch_size '1000'");
@@ -63,6 +64,23 @@ CREATE FOREIGN TABLE inner_f$_ PARTITION OF inner_dist FOR VALUES WITH (MODULUS 
 	SERVER shard$_ OPTIONS (table_name 'inner_p$_');
 } } 0 .. $nshards - 1)
 	. q{
+-- shards beside local leaves: two foreign leaves, two local ones (one with
+-- a covering index, answering from the index), one of them partitioned again
+CREATE TABLE inner_mixed (k int4, v int4) PARTITION BY HASH (k);
+CREATE FOREIGN TABLE inner_mixed0 PARTITION OF inner_mixed FOR VALUES WITH (MODULUS 4, REMAINDER 0)
+	SERVER shard0 OPTIONS (table_name 'inner_m0');
+CREATE FOREIGN TABLE inner_mixed1 PARTITION OF inner_mixed FOR VALUES WITH (MODULUS 4, REMAINDER 1)
+	SERVER shard1 OPTIONS (table_name 'inner_m1');
+CREATE TABLE inner_mixed2 PARTITION OF inner_mixed FOR VALUES WITH (MODULUS 4, REMAINDER 2);
+CREATE TABLE inner_mixed3 PARTITION OF inner_mixed FOR VALUES WITH (MODULUS 4, REMAINDER 3)
+	PARTITION BY RANGE (k);
+CREATE TABLE inner_mixed3a PARTITION OF inner_mixed3 FOR VALUES FROM (MINVALUE) TO (20000);
+CREATE TABLE inner_mixed3b PARTITION OF inner_mixed3 FOR VALUES FROM (20000) TO (MAXVALUE);
+INSERT INTO inner_mixed SELECT * FROM inner_local;
+CREATE INDEX inner_mixed2_k ON inner_mixed2 USING eytzgpu (k);
+CREATE INDEX inner_mixed3_k ON inner_mixed3 USING eytzgpu (k) INCLUDE (v);
+VACUUM ANALYZE inner_mixed2;
+VACUUM ANALYZE inner_mixed3;
 INSERT INTO inner_dist SELECT * FROM inner_local;
 CREATE TABLE inner_range_local AS SELECT * FROM inner_local WHERE k >= 0 AND k < 2147483647;
 INSERT INTO inner_range SELECT * FROM inner_range_local;
@@ -77,10 +95,12 @@ CREATE INDEX inner_all_k ON inner_all USING eytzgpu (k);
 VACUUM ANALYZE inner_p$s;
 VACUUM ANALYZE inner_r$s;
 VACUUM ANALYZE inner_all;
+CREATE INDEX inner_m${s}_k ON inner_m$s USING eytzgpu (k);
+VACUUM ANALYZE inner_m$s;
 });
 }
 is($shards[2]->safe_psql('postgres', 'SELECT count(*) FROM inner_r2'), '0', 'shard 2 holds no row of inner_range');
-$coord->safe_psql('postgres', 'ANALYZE inner_local; ANALYZE outer_local; ANALYZE inner_f0, inner_f1, inner_f2, inner_r0, inner_r1, inner_r2, inner_single');
+$coord->safe_psql('postgres', 'ANALYZE inner_local; ANALYZE outer_local; ANALYZE inner_f0, inner_f1, inner_f2, inner_r0, inner_r1, inner_r2, inner_single, inner_mixed0, inner_mixed1');
 
 # PostgreSQL's join methods off: the foreign join is the one left
 my $force = 'SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_nestloop = off;';
@@ -101,8 +121,8 @@ my @joins = (
 	q{SELECT count(*), count(i.v), md5(string_agg(o.t || ':' || coalesce(i.v::text, '-'), ',' ORDER BY o.t, i.v)) FROM (SELECT k, CASE WHEN w %% 9 = 0 THEN NULL ELSE repeat('yz', w %% 30) || w END AS t FROM outer_local) o LEFT JOIN %s i ON i.k = o.k},);
 
 my %reference = (inner_dist => 'inner_local', inner_range => 'inner_range_local',
-	inner_single => 'inner_local');
-foreach my $inner ('inner_dist', 'inner_range', 'inner_single')
+	inner_single => 'inner_local', inner_mixed => 'inner_local');
+foreach my $inner ('inner_dist', 'inner_range', 'inner_single', 'inner_mixed')
 {
 	foreach my $batch (97, 65536)
 	{
@@ -193,6 +213,38 @@ while ($analyze =~ /Shard shard\d\.inner_f\d: round trips=(\d+) keys sent=(\d+) 
 is($shard_lines, $nshards, 'EXPLAIN ANALYZE shows every shard');
 is($keys_sent, $ndistinct, 'each distinct key sent to one shard');
 like($analyze, qr/Async Foreign Scan/, 'the shards are queried asynchronously');
+
+# shards beside local leaves: every leaf scanned once a batch, the local
+# ones through their eytzgpu indexes (one index-only), each key to one leaf
+$analyze = $coord->safe_psql('postgres', "$force SET eytzgpu.foreign_batch_size = 1000;"
+	  . ' EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) '
+	  . sprintf($joins[0], 'inner_mixed'));
+($ndistinct) = $analyze =~ /Distinct Keys: (\d+)/;
+my %leaf_scans;
+$keys_sent = 0;
+while ($analyze =~ /(Shard shard\d\.inner_mixed\d|Local Leaf inner_mixed\d\w?): (?:round trips|scans)=(\d+) keys sent=(\d+) rows=\d+/g)
+{
+	$leaf_scans{$1} = $2;
+	$keys_sent += $3;
+}
+is(join(',', map { "$_=$leaf_scans{$_}" } sort keys %leaf_scans),
+	join(',', map { "$_=$batches" } ('Local Leaf inner_mixed2', 'Local Leaf inner_mixed3a',
+		'Local Leaf inner_mixed3b', 'Shard shard0.inner_mixed0', 'Shard shard1.inner_mixed1')),
+	'shards and local leaves: one query or scan each per batch');
+is($keys_sent, $ndistinct, 'each distinct key sent to one leaf of the mixed table');
+like($analyze, qr/Index Only Scan using inner_mixed3a_k_v_idx/, 'a covering local leaf answers from its index');
+like($analyze, qr/Index Cond: \((?:i_\d+\.)?k = ANY \(\$\d+\)\)/,
+	'a local leaf takes its batch as the array of an index condition');
+# a local leaf with no index for the key: PostgreSQL's plans, and DEBUG1 says why
+$coord->safe_psql('postgres', 'DROP INDEX inner_mixed2_k');
+my ($ret, $stdout, $stderr) = $coord->psql('postgres',
+	"$force SET client_min_messages = debug1; EXPLAIN (COSTS OFF) " . sprintf($joins[0], 'inner_mixed'));
+unlike($stdout, qr/EytzGPU Foreign Join/, 'no foreign join when a local leaf has no index for the key');
+like($stderr, qr/its leaf "inner_mixed2" has no index for "k = ANY\(\.\.\.\)"/, 'DEBUG1 names the leaf without an index');
+$coord->safe_psql('postgres', 'CREATE INDEX inner_mixed2_k ON inner_mixed2 USING btree (k)');
+is($coord->safe_psql('postgres', "$force SET eytzgpu.foreign_batch_size = 333; " . sprintf($joins[1], 'inner_mixed')),
+	$coord->safe_psql('postgres', sprintf($joins[1], 'inner_local')),
+	'a local leaf with a btree index instead answers as the local join');
 
 # each shard answered its key arrays with its eytzgpu index (the shards'
 # tables are small enough here for a sequential scan to be cheaper: their
