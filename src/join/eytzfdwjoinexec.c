@@ -246,7 +246,11 @@ fill_ring(FdwJoinState *st)
 		bool		isnull;
 		int			l;
 
-		/* the clock read only for EXPLAIN ANALYZE's timing: two reads a row */
+		/*
+		 * the clock read only for EXPLAIN ANALYZE's timing: two reads a row;
+		 * the wait for a row is its leaf's (the shards run at once: the one
+		 * that answered is the one waited for)
+		 */
 		if (st->css.ss.ps.instrument == NULL || !st->css.ss.ps.instrument->need_timer)
 			inner = ExecProcNode(st->inner_ps);
 		else
@@ -261,7 +265,11 @@ fill_ring(FdwJoinState *st)
 			break;
 		l = leaf_of_slot(st, inner);
 		if (l >= 0)
+		{
 			st->leaves[l].rows++;
+			if (st->css.ss.ps.instrument != NULL && st->css.ss.ps.instrument->need_timer)
+				st->leaves[l].wait_ms += INSTR_TIME_GET_MILLISEC(t1);
+		}
 		ExecCopySlot(e->slot, inner);
 		key = slot_getattr(e->slot, st->key_col, &isnull);
 		e->pos = -1;
@@ -480,11 +488,13 @@ fdwjoin_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		{
 			char	   *label = psprintf("%s %s", kind, leaf->name);
 
+			char	   *wait = es->timing ? psprintf(" wait=%.3f ms", leaf->wait_ms) : "";
+
 			ExplainPropertyText(label,
 								psprintf("%s=" UINT64_FORMAT " keys sent=" UINT64_FORMAT
-										 " rows=" UINT64_FORMAT,
+										 " rows=" UINT64_FORMAT "%s",
 										 leaf->local ? "scans" : "round trips",
-										 leaf->queries, leaf->keys_sent, leaf->rows), es);
+										 leaf->queries, leaf->keys_sent, leaf->rows, wait), es);
 		}
 		else
 		{
@@ -493,6 +503,8 @@ fdwjoin_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyUInteger(leaf->local ? "Scans" : "Round Trips", NULL, leaf->queries, es);
 			ExplainPropertyUInteger("Keys Sent", NULL, leaf->keys_sent, es);
 			ExplainPropertyUInteger("Rows Returned", NULL, leaf->rows, es);
+			if (es->timing)
+				ExplainPropertyFloat("Wait", "ms", leaf->wait_ms, 3, es);
 			ExplainCloseGroup(kind, NULL, true, es);
 		}
 	}

@@ -27,6 +27,7 @@ typedef struct FdwLeafState
 	uint64		queries;
 	uint64		keys_sent;
 	uint64		rows;
+	double		wait_ms;		/* waiting for the rows it returned (EXPLAIN ANALYZE) */
 	/* this batch's keys (routed: its own array, kept across batches) */
 	Datum	   *keys;
 	int			nkeys;

@@ -235,6 +235,11 @@ is($keys_sent, $ndistinct, 'each distinct key sent to one leaf of the mixed tabl
 like($analyze, qr/Index Only Scan using inner_mixed3a_k_v_idx/, 'a covering local leaf answers from its index');
 like($analyze, qr/Index Cond: \((?:i_\d+\.)?k = ANY \(\$\d+\)\)/,
 	'a local leaf takes its batch as the array of an index condition');
+# with timing, each leaf's wait for its rows
+$analyze = $coord->safe_psql('postgres', "$force EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) "
+	  . sprintf($joins[0], 'inner_mixed'));
+is(scalar(() = $analyze =~ /(?:Shard|Local Leaf) \S+: (?:round trips|scans)=\d+ keys sent=\d+ rows=\d+ wait=\d+\.\d{3} ms/g),
+	5, 'EXPLAIN ANALYZE shows each leaf\'s wait');
 # a local leaf with no index for the key: PostgreSQL's plans, and DEBUG1 says why
 $coord->safe_psql('postgres', 'DROP INDEX inner_mixed2_k');
 my ($ret, $stdout, $stderr) = $coord->psql('postgres',
