@@ -21,7 +21,8 @@
 # Measured, alternating the two configurations twice (same server data):
 #   - 32 sessions for SECONDS: joins/s with one GPU visible
 #     (CUDA_VISIBLE_DEVICES=0) and with both (0,1): target >= 1.7x;
-#     peak GPU memory per device (nvidia-smi) while they run; where the
+#     peak GPU memory per device (nvidia-smi) while they run, each GPU's
+#     busy share, the service process's CPU and the host's; where the
 #     copies lie (eytzgpu_service_resident's gpu, eytzgpu_service_gpus);
 #   - an index larger than gpu_memory_limit (big_t, the limit set below its
 #     copy): its join's device and answer against PostgreSQL's (slices
@@ -66,6 +67,30 @@ peak_mem() {
 	kill $smi
 	wait $smi 2>/dev/null
 	PEAK=$(awk -F', *' '{ if ($2 > m[$1]) m[$1] = $2 } END { for (d in m) printf "GPU%s %d MiB; ", d, m[d] }' "$f")
+	rm -f "$f"
+	return $rc
+}
+# what bounds the throughput while the command runs, into BUSY: each GPU's
+# busy share (nvidia-smi's utilization.gpu: the time a kernel ran), the
+# service process's CPU (share of one core) and the host's CPU (share of all)
+busy() {
+	local f=$OUT/util.$$ svc h0 h1 s0 s1 t0 t1 rc smi
+	svc=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'eytzgpu service'")
+	nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 200 >"$f" 2>/dev/null &
+	smi=$!
+	h0=$(awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
+	s0=$(awk '{ print $14 + $15 }' "/proc/$svc/stat" 2>/dev/null || echo 0)
+	t0=$(date +%s.%N)
+	"$@"
+	rc=$?
+	t1=$(date +%s.%N)
+	s1=$(awk '{ print $14 + $15 }' "/proc/$svc/stat" 2>/dev/null || echo 0)
+	h1=$(awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
+	kill $smi
+	wait $smi 2>/dev/null
+	BUSY=$(awk -F', *' '{ s[$1] += $2; n[$1]++ } END { for (d in s) printf "GPU%s busy %.0f%%; ", d, s[d] / n[d] }' "$f")
+	BUSY="$BUSY service CPU $(awk -v a="$s0" -v b="$s1" -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f%% of a core", 100 * (b - a) / hz / (t1 - t0) }');"
+	BUSY="$BUSY host CPU $(echo "$h0 $h1" | awk -v n="$(nproc)" '{ printf "%.0f%% of %d cores", 100 * ($3 - $1) / ($4 - $2), n }')"
 	rm -f "$f"
 	return $rc
 }
@@ -119,10 +144,10 @@ run_config() {
 	restart_gpus "$gpus" "$BASE $SVC"
 	# every leaf resident first (the uploads are not what is measured)
 	pgbench -n -c 8 -j 8 -t 1 $LEAVES >"$OUT/warm_${label}_$r.txt" 2>&1
-	peak_mem pgbench -n -c 32 -j 16 -T "$SECS" $LEAVES >"$OUT/pgbench_${label}_$r.txt" 2>&1
+	peak_mem busy pgbench -n -c 32 -j 16 -T "$SECS" $LEAVES >"$OUT/pgbench_${label}_$r.txt" 2>&1
 	rc=$?
 	tps=$(grep -oE 'tps = [0-9.]+' "$OUT/pgbench_${label}_$r.txt" | head -1 | awk '{print $3}')
-	echo "$label (CUDA_VISIBLE_DEVICES=$gpus) round $r: 32 sessions, rc $rc, ${tps:-?} joins/s, $(grep -c 'aborted\|wrong_answer' "$OUT/pgbench_${label}_$r.txt") failures, peak: $PEAK" | tee -a "$OUT/summary.txt"
+	echo "$label (CUDA_VISIBLE_DEVICES=$gpus) round $r: 32 sessions, rc $rc, ${tps:-?} joins/s, $(grep -c 'aborted\|wrong_answer' "$OUT/pgbench_${label}_$r.txt") failures, peak: $PEAK; $BUSY" | tee -a "$OUT/summary.txt"
 	echo "$label $tps" >>"$OUT/tps.txt"
 	sql "SELECT gpu, kind, name, state, copies, bytes, loads, hits, failures FROM eytzgpu_service_gpus()" | sed "s/^/  $label gpus: /" | tee -a "$OUT/summary.txt"
 	sql "SELECT gpu, string_agg(index_name, ' ' ORDER BY index_name) FROM eytzgpu_service_resident() GROUP BY gpu" | sed "s/^/  $label copies on GPU: /" | tee -a "$OUT/summary.txt"

@@ -80,6 +80,7 @@ typedef struct EytzScanOpaqueData
 	Size		itup_bytes;
 	uint16		itup_off[1 + EYTZ_MAX_INCLUDE];
 	IndexTuple	itup_buf;
+	const EytzKeyType *kt;		/* the key's type, looked up at the first tuple */
 } EytzScanOpaqueData;
 
 typedef EytzScanOpaqueData *EytzScanOpaque;
@@ -309,7 +310,9 @@ form_itup(IndexScanDesc scan, int i)
 	bool		isnull[1 + EYTZ_MAX_INCLUDE];
 	MemoryContext old;
 
-	values[0] = eytz_index_key_type(scan->indexRelation)->decode(so->keys[i]);
+	if (so->kt == NULL)
+		so->kt = eytz_index_key_type(scan->indexRelation);
+	values[0] = so->kt->decode(so->keys[i]);
 	isnull[0] = false;
 	memcpy(&values[1], &so->values[(Size) i * so->ncols], sizeof(Datum) * so->ncols);
 	memcpy(&isnull[1], &so->isnull[(Size) i * so->ncols], sizeof(bool) * so->ncols);

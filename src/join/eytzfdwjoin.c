@@ -558,6 +558,12 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	if (key_col == 0)
 		return;
 
+	/* only local leaves: the EytzGPU Join's (eytzjoin.c) */
+	foreach(lc, leaves)
+		nforeign += OidIsValid(((RelOptInfo *) lfirst(lc))->serverid);
+	if (nforeign == 0)
+		return;
+
 	/*
 	 * each leaf's scan for one batch: a foreign leaf's ForeignScan, planned
 	 * now; a local leaf's index scan (a slot left NULL in leaf_plans), planned
@@ -571,10 +577,7 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		Path	   *lpath = NULL;
 
 		if (OidIsValid(leaf->serverid))
-		{
 			fscan = plan_foreign_leaf(root, innerrel, leaf, &kc, inner_vars, &paramid);
-			nforeign++;
-		}
 		else
 		{
 			lpath = path_local_leaf(root, innerrel, leaf, &kc, inner_vars, &paramid);
@@ -590,9 +593,6 @@ fdwjoin_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		paramids = lappend_int(paramids, paramid);
 		leaf_oids = lappend_oid(leaf_oids, planner_rt_fetch(leaf->relid, root)->relid);
 	}
-	/* only local leaves: the EytzGPU Join's (eytzjoin.c) */
-	if (nforeign == 0)
-		return;
 
 	if (list_length(leaf_plans) == 1 && linitial(leaves) == innerrel)
 		inner_plan = linitial(leaf_plans);

@@ -378,6 +378,10 @@ NAME##_group(const KT *keys, const char *const *kp, uint64 kpp, const uint64 *le
 		uint64		end = level_end[l]; \
 		uint64	   *first = group_first + (Size) (l - d) * EYTZ_GROUP; \
 \
+		/* the level's first nodes: the pass prefetches only those ahead of it */ \
+		for (g = 0; g < Min(ng, EYTZ_GROUP_AHEAD); g++) \
+			if (s[g] < end) \
+				__builtin_prefetch(SLOT_KEYS(KT, PAGED, s[g])); \
 		for (g = 0; g < ng; g++) \
 		{ \
 			const KT   *nk; \
