@@ -346,13 +346,32 @@ eytz_sort_u64(uint64 *a, uint32 n, uint64 *tmp, uint64 bits)
 /* The block eytz_alloc_init frees: a few MB */
 #define ALLOC_WARM_BLOCK ((Size) 4 * 1024 * 1024)
 
+/*
+ * From HUGE_MIN on, an array starts on a 2 MB boundary and its huge pages
+ * run to the next one past its end: the kernel backs only the whole 2 MB
+ * pages of an advised range with huge pages, and a range at malloc's
+ * alignment would leave up to two of them at each end in 4 kB pages (the
+ * page faults of a batch's arrays in a backend's first join).  The chunk
+ * it came from is kept before it, for eytz_free_large.
+ */
 void *
 eytz_alloc_large(MemoryContext cxt, Size size)
 {
-	char	   *p = MemoryContextAllocHuge(cxt, size);
+	Size		span = size >= HUGE_MIN ? TYPEALIGN(HUGE_MIN, size) : size;
+	Size		pad = size >= HUGE_MIN ? HUGE_MIN : MAXIMUM_ALIGNOF;
+	char	   *raw = MemoryContextAllocHuge(cxt, span + pad + sizeof(void *));
+	char	   *p = (char *) TYPEALIGN(pad, raw + sizeof(void *));
 
-	eytz_advise_huge(p, size);
+	((void **) p)[-1] = raw;
+	eytz_advise_huge(p, span);
 	return p;
+}
+
+/* Free an array of eytz_alloc_large */
+void
+eytz_free_large(void *p)
+{
+	pfree(((void **) p)[-1]);
 }
 
 void
@@ -460,13 +479,13 @@ scratch_keep(ScratchBlock *b)
 		if (scratch_kept[smallest]->size > b->size)
 			break;
 		total -= scratch_kept[smallest]->size;
-		pfree(scratch_kept[smallest]);
+		eytz_free_large(scratch_kept[smallest]);
 		scratch_kept[smallest] = scratch_kept[--scratch_nkept];
 	}
 	if (scratch_nkept < SCRATCH_KEEP && total <= SCRATCH_KEEP_BYTES)
 		scratch_kept[scratch_nkept++] = b;
 	else
-		pfree(b);
+		eytz_free_large(b);
 }
 
 /* The context the array was taken for is reset: the array comes back */

@@ -91,8 +91,9 @@ typedef struct EytzGpuAnswer
 
 /* At load: malloc set to keep blocks below a few MB (see the function) */
 extern void eytz_alloc_init(void);
-/* A large array in cxt, on huge pages where the kernel has them */
+/* A large array in cxt, on huge pages where the kernel has them (eytz_free_large frees it) */
 extern void *eytz_alloc_large(MemoryContext cxt, Size size);
+extern void eytz_free_large(void *p);
 /* Ask for huge pages under an array allocated otherwise (p may be NULL) */
 extern void eytz_advise_huge(void *p, Size size);
 

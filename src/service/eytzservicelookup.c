@@ -61,7 +61,7 @@ static void *
 regrow(void *old, Size bytes)
 {
 	if (old)
-		pfree(old);
+		eytz_free_large(old);
 	return eytz_alloc_large(eytz_svc_copies_cxt, Max(bytes, 1));
 }
 
