@@ -8,7 +8,8 @@
 #                                                   (default 1000000 200000 30)
 #
 # About 6-8 minutes on the H100 host (within one device call); SKIP_LATENCY=1
-# and SKIP_TAP=1 leave those parts out.
+# and SKIP_TAP=1 leave those parts out, ROUNDS (default 2) sets the rounds
+# of the two configurations.
 #
 # Data: inner_p, hash-partitioned 8 ways on k (8 leaf eytzgpu indexes from
 # CREATE INDEX on the parent), ROWS_PER_LEAF rows each (random int4 keys);
@@ -154,7 +155,7 @@ run_config() {
 	sql "SELECT state, detail, resident_copies, resident_bytes, failures FROM eytzgpu_service_status()" | sed "s/^/  $label status: /" | tee -a "$OUT/summary.txt"
 }
 : >"$OUT/tps.txt"
-for r in 1 2; do
+for r in $(seq "${ROUNDS:-2}"); do
 	[ "$NGPU" -ge 2 ] && run_config 0,1 two "$r"
 	run_config 0 one "$r"
 done
