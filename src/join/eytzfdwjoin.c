@@ -11,9 +11,10 @@
  * parameter of the clause "key = ANY($n)" that the leaf's own ForeignScan
  * ships: one remote query per leaf per batch.  A local leaf takes the same
  * array as the condition of its own index scan (PostgreSQL's index paths
- * for the clause; an eytzgpu index answers it with one batched lookup).  The ForeignScans are planned by the FDW itself
- * (GetForeignRelSize, GetForeignPaths, GetForeignPlan over a copy of the
- * leaf's RelOptInfo with the clause added to its restrictions), so its
+ * for the clause; an eytzgpu index answers it with one batched lookup).
+ * The ForeignScans are planned by the FDW itself (GetForeignRelSize,
+ * GetForeignPaths, GetForeignPlan over a copy of the leaf's RelOptInfo
+ * with the clause added to its restrictions), so its
  * shippability rules, connections, user mappings, remote transactions and
  * fetch_size apply as they are; where it would not ship the clause the path
  * is not offered.  Several leaves sit under an Append whose ForeignScans are
@@ -26,12 +27,12 @@
  * Join's are (eytzjoinplan.h, eytzjoinleaves.h).
  *
  * The plan: custom_plans are the outer plan and the inner one (a
- * ForeignScan, or an Append of the leaves' scans); custom_scan_tlist is the outer
- * plan's target list followed by the inner plan's columns; custom_exprs and
- * custom_private are lists indexed by the enums below.  The array
- * parameters are PARAM_EXEC params that only this node sets: they are added
- * to root->outer_params (as a NestLoop's params are valid below it) so that
- * SS_finalize_plan accepts them below this node.
+ * ForeignScan, or an Append of the leaves' scans); custom_scan_tlist is the
+ * outer plan's target list followed by the inner plan's columns;
+ * custom_exprs and custom_private are lists indexed by the enums below.  The
+ * array parameters are PARAM_EXEC params that only this node sets: they are
+ * added to root->outer_params (as a NestLoop's params are valid below it) so
+ * that SS_finalize_plan accepts them below this node.
  */
 #include "postgres.h"
 
