@@ -233,6 +233,9 @@ leaf_of_slot(FdwJoinState *st, TupleTableSlot *slot)
 static bool
 fill_ring(FdwJoinState *st)
 {
+	/* the clock read only for EXPLAIN ANALYZE's timing: two reads a row */
+	bool		timed = st->css.ss.ps.instrument != NULL &&
+		st->css.ss.ps.instrument->need_timer;
 	int			n = 0;
 	int			j;
 
@@ -240,18 +243,14 @@ fill_ring(FdwJoinState *st)
 	{
 		instr_time	t0,
 					t1;
+		double		wait_ms = 0;
 		TupleTableSlot *inner;
 		FdwRingRow *e = &st->ring[n];
 		Datum		key;
 		bool		isnull;
 		int			l;
 
-		/*
-		 * the clock read only for EXPLAIN ANALYZE's timing: two reads a row;
-		 * the wait for a row is its leaf's (the shards run at once: the one
-		 * that answered is the one waited for)
-		 */
-		if (st->css.ss.ps.instrument == NULL || !st->css.ss.ps.instrument->need_timer)
+		if (!timed)
 			inner = ExecProcNode(st->inner_ps);
 		else
 		{
@@ -259,16 +258,20 @@ fill_ring(FdwJoinState *st)
 			inner = ExecProcNode(st->inner_ps);
 			INSTR_TIME_SET_CURRENT(t1);
 			INSTR_TIME_SUBTRACT(t1, t0);
-			st->wait_ms += INSTR_TIME_GET_MILLISEC(t1);
+			wait_ms = INSTR_TIME_GET_MILLISEC(t1);
+			st->wait_ms += wait_ms;
 		}
 		if (TupIsNull(inner))
 			break;
+		/*
+		 * the wait for a row is its leaf's (the shards run at once: the one
+		 * that answered is the one waited for)
+		 */
 		l = leaf_of_slot(st, inner);
 		if (l >= 0)
 		{
 			st->leaves[l].rows++;
-			if (st->css.ss.ps.instrument != NULL && st->css.ss.ps.instrument->need_timer)
-				st->leaves[l].wait_ms += INSTR_TIME_GET_MILLISEC(t1);
+			st->leaves[l].wait_ms += wait_ms;
 		}
 		ExecCopySlot(e->slot, inner);
 		key = slot_getattr(e->slot, st->key_col, &isnull);
