@@ -164,6 +164,15 @@ extern int	eytzgpu_lookup_join_submit(EytzGpuIndex *idx, const uint64_t *lo, con
 									   const uint32_t *rows, uint64_t nq, uint64_t max_matches,
 									   uint32_t flags, char *errbuf, size_t errlen);
 
+/*
+ * Has the batch in flight finished on the GPU, so that its wait returns
+ * without blocking (but for a batch whose prefix held more matches than the
+ * small path sorts: its wait runs a second pass)?  *ready: 1 yes, 0 not
+ * yet.  A failure of the batch is reported by its wait: *ready is 1 then.
+ * EYTZGPU_EINVAL with no batch in flight.
+ */
+extern int	eytzgpu_lookup_join_ready(EytzGpuIndex *idx, int *ready);
+
 /* Wait for the batch in flight and describe its result (EYTZGPU_EINVAL if none) */
 extern int	eytzgpu_lookup_join_wait(EytzGpuIndex *idx, EytzGpuJoinResult *res,
 									 char *errbuf, size_t errlen);

@@ -773,6 +773,20 @@ eytzgpu_lookup_join_submit(EytzGpuIndex *h, const uint64_t *lo, const uint64_t *
 }
 
 extern "C" int
+eytzgpu_lookup_join_ready(EytzGpuIndex *h, int *ready)
+{
+	*ready = 1;
+	if (!h || !(h->sets[0].pending || h->sets[1].pending))
+		return EYTZGPU_EINVAL;
+	/* any failure (of the device choice too) is the wait's to report */
+	if (cudaSetDevice(h->device) == cudaSuccess &&
+		cudaEventQuery(h->sets[h->sets[0].pending ? 0 : 1].ev[5]) == cudaErrorNotReady)
+		*ready = 0;
+	(void) cudaGetLastError();
+	return EYTZGPU_OK;
+}
+
+extern "C" int
 eytzgpu_lookup_join_wait(EytzGpuIndex *h, EytzGpuJoinResult *res, char *errbuf, size_t errlen)
 {
 	EytzJoinSet *js;

@@ -1086,9 +1086,22 @@ test_join_async(const Data &d, EytzGpuIndex *h, const char *what, bool quick, co
 	ok = ok && eytzgpu_lookup_join_submit(h, lo[2].data(), NULL, rows[2].data(), nq[2], UINT64_MAX, EYTZGPU_POISON,
 										  err, sizeof(err)) == EYTZGPU_OK;
 	ok = ok && join_ok(ref[1], done[1], res[1], "async batch 1 during batch 2", &c[1]);
+	/* polled until the GPU finished it, then its wait must not block on anything left */
+	{
+		int			ready = 0;
+
+		for (long spins = 0; ok && !ready && spins < 100000000L; spins++)
+			ok = eytzgpu_lookup_join_ready(h, &ready) == EYTZGPU_OK;
+		ok = ok && ready == 1;
+	}
 	ok = ok && eytzgpu_lookup_join_wait(h, &res[2], err, sizeof(err)) == EYTZGPU_OK &&
 		join_ok(ref[2], done[2], res[2], "async batch 2", &c[2]);
 	ok = ok && eytzgpu_lookup_join_wait(h, &res[2], err, sizeof(err)) == EYTZGPU_EINVAL;
+	{
+		int			ready = 0;
+
+		ok = ok && eytzgpu_lookup_join_ready(h, &ready) == EYTZGPU_EINVAL;
+	}
 	if (ok)
 		passed++;
 	else

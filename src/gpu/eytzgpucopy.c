@@ -255,28 +255,75 @@ eytz_gpu_copy_submit(EytzGpuCopy *copy, const uint64 *lo, const uint64 *hi,
 	return true;
 }
 
-/* The keys and values of the n matches of res into stage positions from.. */
-static void
-stage_result(const EytzGpuCopy *copy, const EytzGpuJoinResult *res, uint64 n,
-			 EytzStage *stage, uint32 from)
+bool
+eytz_gpu_copy_ready(EytzGpuCopy *copy)
 {
-	const char *keys = res->columns[copy->key_column];
+	int			ready;
+
+	return eytzgpu_lookup_join_ready(copy->handle, &ready) != EYTZGPU_OK || ready;
+}
+
+bool
+eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
+					   EytzGpuAnswer *answer, EytzGpuFailure *failure)
+{
+	EytzGpuJoinResult res;
+	char		errbuf[256] = "";
+	int			rc;
+	int			c;
+
+	rc = eytzgpu_lookup_join_wait(copy->handle, &res, errbuf, sizeof(errbuf));
+	if (rc != EYTZGPU_OK)
+		return failed(failure, "GPU lookup", rc, errbuf);
+	memset(answer, 0, sizeof(EytzGpuAnswer));
+	answer->nout = (uint32) res.nmatch;
+	answer->nq_done = (uint32) res.nq_done;
+	answer->kernel_ms = res.kernel_ms;
+	answer->transfer_ms = res.transfer_ms;
+	memset(raw, 0, sizeof(EytzGpuRawAnswer));
+	raw->n = res.nmatch;
+	raw->tids = res.payloads;
+	raw->rows = res.rows;
+	if (copy->mask != 0)
+	{
+		raw->keys = res.columns[copy->key_column];
+		for (c = 0; c < copy->ninclude; c++)
+		{
+			raw->values[c] = res.columns[c];
+			raw->nulls[c] = res.column_nulls[c];
+		}
+		answer->staged = true;
+	}
+	return true;
+}
+
+void
+eytz_gpu_raw_to_matches(const EytzGpuCopy *copy, const EytzGpuRawAnswer *raw,
+						EytzMatch *out, EytzStage *stage, uint32 from)
+{
 	uint64		i;
 	int			j;
 
-	for (i = 0; i < n; i++)
-		stage->keys[from + i] = eytz_key_at(keys, copy->key_width, i);
+	for (i = 0; i < raw->n; i++)
+	{
+		out[i].tid = raw->tids[i];
+		out[i].row = raw->rows[i];
+		out[i].unused = from + (uint32) i;
+	}
+	if (stage == NULL || raw->keys == NULL)
+		return;
+	for (i = 0; i < raw->n; i++)
+		stage->keys[from + i] = eytz_key_at(raw->keys, copy->key_width, i);
 	if (stage->have)
-		for (i = 0; i < n; i++)
-			stage->have[from + i] = true;
+		memset(stage->have + from, true, raw->n * sizeof(bool));
 	for (j = 0; j < stage->ncols; j++)
 	{
 		int			c = stage->cols[j];
 		int			width = copy->widths[c];
-		const char *vals = res->columns[c];
-		const uint8_t *nulls = res->column_nulls[c];
+		const char *vals = raw->values[c];
+		const uint8 *nulls = raw->nulls[c];
 
-		for (i = 0; i < n; i++)
+		for (i = 0; i < raw->n; i++)
 		{
 			bool		isnull = nulls[i] != 0;
 
@@ -291,32 +338,13 @@ bool
 eytz_gpu_copy_wait(EytzGpuCopy *copy, EytzMatch *out, EytzStage *stage,
 				   uint32 from, EytzGpuAnswer *answer, EytzGpuFailure *failure)
 {
-	EytzGpuJoinResult res;
-	char		errbuf[256] = "";
-	uint64		j;
-	int			rc;
+	EytzGpuRawAnswer raw;
 
-	rc = eytzgpu_lookup_join_wait(copy->handle, &res, errbuf, sizeof(errbuf));
-	if (rc != EYTZGPU_OK)
-		return failed(failure, "GPU lookup", rc, errbuf);
-	memset(answer, 0, sizeof(EytzGpuAnswer));
-	answer->nout = (uint32) res.nmatch;
-	answer->nq_done = (uint32) res.nq_done;
-	answer->kernel_ms = res.kernel_ms;
-	answer->transfer_ms = res.transfer_ms;
-	if (out == NULL)
-		return true;
-	for (j = 0; j < res.nmatch; j++)
-	{
-		out[j].tid = res.payloads[j];
-		out[j].row = res.rows[j];
-		out[j].unused = from + (uint32) j;
-	}
-	if (copy->mask != 0)
-	{
-		stage_result(copy, &res, res.nmatch, stage, from);
-		answer->staged = true;
-	}
+	if (!eytz_gpu_copy_wait_raw(copy, &raw, answer, failure))
+		return false;
+	if (out != NULL)
+		eytz_gpu_raw_to_matches(copy, &raw, out, stage, from);
+	answer->staged = out != NULL && stage != NULL && raw.keys != NULL;
 	return true;
 }
 
@@ -407,6 +435,25 @@ eytz_gpu_copy_submit(EytzGpuCopy *copy, const uint64 *lo, const uint64 *hi,
 					 EytzGpuFailure *failure)
 {
 	return no_cuda(failure, "GPU lookup");
+}
+
+bool
+eytz_gpu_copy_ready(EytzGpuCopy *copy)
+{
+	return true;
+}
+
+bool
+eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
+					   EytzGpuAnswer *answer, EytzGpuFailure *failure)
+{
+	return no_cuda(failure, "GPU lookup");
+}
+
+void
+eytz_gpu_raw_to_matches(const EytzGpuCopy *copy, const EytzGpuRawAnswer *raw,
+						EytzMatch *out, EytzStage *stage, uint32 from)
+{
 }
 
 bool

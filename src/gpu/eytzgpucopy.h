@@ -110,6 +110,12 @@ extern bool eytz_gpu_copy_submit(EytzGpuCopy *copy, const uint64 *lo,
 								 EytzGpuFailure *failure);
 
 /*
+ * Has the batch submitted finished, so that eytz_gpu_copy_wait will not
+ * block?  (Also true when it failed: the wait says how.)
+ */
+extern bool eytz_gpu_copy_ready(EytzGpuCopy *copy);
+
+/*
  * Wait for the batch submitted and fill *answer; unless out is NULL (the
  * answer is not wanted), the matches go to out[0..nout) with match j's
  * unused = from + j, and when columns were selected their keys and values
@@ -119,6 +125,38 @@ extern bool eytz_gpu_copy_submit(EytzGpuCopy *copy, const uint64 *lo,
 extern bool eytz_gpu_copy_wait(EytzGpuCopy *copy, EytzMatch *out,
 							   EytzStage *stage, uint32 from,
 							   EytzGpuAnswer *answer, EytzGpuFailure *failure);
+
+/*
+ * A batch's answer as the GPU returned it, for a caller that passes it on
+ * (the service, into a backend's window): n matches' packed TIDs and rows
+ * and, when columns were selected, the keys (key_width bytes each) and per
+ * copy column c selected its values (widths[c] bytes each) and NULL flags
+ * (a byte each, nonzero for NULL).  Valid until the copy's next wait.
+ */
+typedef struct EytzGpuRawAnswer
+{
+	uint64		n;
+	const uint64 *tids;
+	const uint32 *rows;
+	const char *keys;			/* NULL: no columns selected */
+	const char *values[EYTZ_MAX_INCLUDE];
+	const uint8 *nulls[EYTZ_MAX_INCLUDE];
+} EytzGpuRawAnswer;
+
+/* eytz_gpu_copy_wait, the answer left as the GPU returned it */
+extern bool eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
+								   EytzGpuAnswer *answer,
+								   EytzGpuFailure *failure);
+
+/*
+ * A raw answer's matches into out[0..n) (match j's unused = from + j) and,
+ * with keys, their keys and stage's columns to stage positions from + j
+ * (stage->have, if not NULL, set); stage NULL: the matches only
+ */
+extern void eytz_gpu_raw_to_matches(const EytzGpuCopy *copy,
+									const EytzGpuRawAnswer *raw,
+									EytzMatch *out, EytzStage *stage,
+									uint32 from);
 
 /* Free the copy's GPU memory (none held: nothing to do) */
 extern void eytz_gpu_copy_free(EytzGpuCopy *copy);

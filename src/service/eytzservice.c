@@ -798,6 +798,50 @@ svc_stage(EytzSvcSlot *s, char *answer, uint32 n, EytzStage *stage, uint32 from)
 	}
 }
 
+/*
+ * A raw answer's n matches into out (match j's unused: from + j) and, when
+ * staged, their keys and values into stage from "from" (eytzservice.h)
+ */
+static void
+svc_from_raw(EytzSvcSlot *s, char *answer, EytzMatch *out, EytzStage *stage,
+			 uint32 from)
+{
+	EytzSvcRawLayout l;
+	const uint64 *tids;
+	const uint32 *rows;
+	uint32		n = s->nout;
+	uint32		i;
+	int			j;
+
+	eytz_svc_raw_layout(&l, s->max, s->staged, s->raw_key_width, s->ncols, s->raw_widths);
+	tids = (const uint64 *) (answer + l.tids);
+	rows = (const uint32 *) (answer + l.rows);
+	for (i = 0; i < n; i++)
+	{
+		out[i].tid = tids[i];
+		out[i].row = rows[i];
+		out[i].unused = from + i;
+	}
+	if (!s->staged)
+		return;
+	memset(stage->have + from, true, n * sizeof(bool));
+	for (i = 0; i < n; i++)
+		stage->keys[from + i] = eytz_key_at(answer + l.keys, s->raw_key_width, i);
+	for (j = 0; j < s->ncols; j++)
+	{
+		const char *vals = answer + l.values[j];
+		const uint8 *nulls = (const uint8 *) answer + l.nulls[j];
+		int			width = s->raw_widths[j];
+
+		for (i = 0; i < n; i++)
+		{
+			stage->isnull[j][from + i] = nulls[i] != 0;
+			stage->values[j][from + i] = nulls[i] ? (Datum) 0 :
+				eytz_include_fetch(vals + (Size) i * width, width);
+		}
+	}
+}
+
 void
 eytz_service_lookup_start(EytzServiceView *v, const uint64 *lo,
 						  const uint64 *hi, const uint32 *rows, uint32 nq,
@@ -861,14 +905,19 @@ eytz_service_lookup_finish(EytzServiceView *v, EytzMatch *out,
 		return false;
 	s = &eytz_svc->slots[v->slot];
 	reply = eytz_svc_window(v->slot) + eytz_svc_out_offset(v->posted_q);
-	memcpy(out, reply, s->nout * sizeof(EytzMatch));
-	/* a match's "unused" is its staged position in the reply */
 	answer->staged = s->staged;
-	if (s->staged)
+	if (s->raw)
+		svc_from_raw(s, reply, out, stage, stage_from);
+	else
 	{
-		for (i = 0; i < s->nout; i++)
-			out[i].unused += stage_from;
-		svc_stage(s, reply, s->nout, stage, stage_from);
+		memcpy(out, reply, s->nout * sizeof(EytzMatch));
+		/* a match's "unused" is its staged position in the reply */
+		if (s->staged)
+		{
+			for (i = 0; i < s->nout; i++)
+				out[i].unused += stage_from;
+			svc_stage(s, reply, s->nout, stage, stage_from);
+		}
 	}
 	answer->nout = s->nout;
 	answer->nq_done = s->nq_done;

@@ -301,6 +301,9 @@ typedef struct EytzSvcSlot
 	uint32		nout;
 	uint32		nq_done;
 	bool		staged;			/* LOOKUP with want: the values follow */
+	bool		raw;			/* in the raw layout (eytz_svc_raw_layout) */
+	int8		raw_key_width;
+	int8		raw_widths[EYTZ_MAX_INCLUDE];	/* of the asked columns */
 	float		kernel_ms;
 	float		transfer_ms;
 	char		why[256];
@@ -384,6 +387,52 @@ static inline bool *
 eytz_svc_isnull(char *out, uint32 max, int ncols, int j)
 {
 	return (bool *) eytz_svc_values(out, max, ncols) + (Size) j * max;
+}
+
+/*
+ * A raw answer (slot's raw): a GPU copy's arrays as the GPU returned them,
+ * copied by the worker as they are and turned into matches and staged
+ * values by the backend, so that the one worker does not convert every
+ * match of every backend.  From the matches' offset: the max packed TIDs,
+ * the max rows, and when staged the keys (key_width bytes each) and per
+ * asked column its values (widths[j] bytes each) and NULL flags (a byte
+ * each), every array on 8 bytes.  The worker sends it so where its bytes
+ * (end) fit in the converted answer's room (all but the smallest max).
+ */
+typedef struct EytzSvcRawLayout
+{
+	Size		tids;
+	Size		rows;
+	Size		keys;
+	Size		values[EYTZ_MAX_INCLUDE];
+	Size		nulls[EYTZ_MAX_INCLUDE];
+	Size		end;
+} EytzSvcRawLayout;
+
+static inline void
+eytz_svc_raw_layout(EytzSvcRawLayout *l, uint32 max, bool staged, int key_width,
+					int ncols, const int8 *widths)
+{
+	Size		at = 0;
+	int			j;
+
+	l->tids = at;
+	at += TYPEALIGN(8, (Size) max * sizeof(uint64));
+	l->rows = at;
+	at += TYPEALIGN(8, (Size) max * sizeof(uint32));
+	l->keys = at;
+	if (staged)
+	{
+		at += TYPEALIGN(8, (Size) max * key_width);
+		for (j = 0; j < ncols; j++)
+		{
+			l->values[j] = at;
+			at += TYPEALIGN(8, (Size) max * widths[j]);
+			l->nulls[j] = at;
+			at += TYPEALIGN(8, (Size) max);
+		}
+	}
+	l->end = at;
 }
 
 /*

@@ -19,7 +19,7 @@
  * other than memory marks that GPU broken for the main loop, which stops
  * using it (eytz_svc_device_failed): its copies are dropped, their
  * requests fail and their joins continue on the CPU; with no GPU left the
- * process ends after the round's answers.
+ * process ends once none of its lookups is in flight.
  */
 #include "postgres.h"
 
@@ -70,7 +70,7 @@ SvcCopy		eytz_svc_copies[EYTZ_SVC_MAX_RESIDENT];
 MemoryContext eytz_svc_copies_cxt;
 
 static SvcLoad *loads;
-/* devices that failed other than for want of memory, this round */
+/* devices that failed other than for want of memory, not yet dropped */
 static bool device_broken[EYTZ_SVC_MAX_DEVICES];
 static char last_gpu_error[256];
 

@@ -63,10 +63,13 @@ extern EytzSvcStatus eytz_svc_load_end(int i, EytzSvcSlot *s);
 
 /*
  * A lookup: answered at once on a CPU device, submitted on a GPU to the
- * copy *in_flight, its answer then waited for by eytz_svc_lookup_finish(i, r)
+ * copy *in_flight, its answer then taken by eytz_svc_lookup_finish(i, r),
+ * which waits unless eytz_svc_lookup_ready(r)
  */
 extern EytzSvcStatus eytz_svc_lookup(EytzSvcSlot *s, char *window, int *in_flight);
 extern EytzSvcStatus eytz_svc_lookup_finish(int i, int r);
+/* Has copy r's GPU finished the lookup in flight (or failed it)? */
+extern bool eytz_svc_lookup_ready(int r);
 
 /* An upload through slot i whose slot was freed or claimed again */
 extern bool eytz_svc_load_orphaned(int i);
@@ -78,7 +81,7 @@ extern uint64 eytz_svc_load_reserved(int i);
 /* Evict from device d until its copies fit eytzgpu.gpu_memory_limit (reloaded) */
 extern void eytz_svc_evict_to_limit(int d);
 
-/* Did GPU d fail this round other than for want of memory? */
+/* Did GPU d fail other than for want of memory (not yet dropped)? */
 extern bool eytz_svc_device_broken(int d);
 /* Stop using GPU d (see eytzservicecopies.c); may end the process */
 extern void eytz_svc_device_failed(int d);

@@ -470,6 +470,70 @@ eytz_svc_lookup(EytzSvcSlot *s, char *window, int *in_flight)
 	return ok ? ST_OK : ST_FAILED;
 }
 
+bool
+eytz_svc_lookup_ready(int r)
+{
+	return eytz_gpu_copy_ready(&eytz_svc_copies[r].gpu);
+}
+
+/*
+ * A whole copy's GPU answer into the window as it came (the raw layout,
+ * eytzservice.h), the backend converting it; converted here only where the
+ * raw layout would not fit the room the converted answer has
+ */
+static bool
+gpu_finish_raw(EytzGpuCopy *gpu, bool *in_flight, int device, EytzSvcSlot *s,
+			   char *answer)
+{
+	EytzGpuFailure failure;
+	EytzGpuAnswer ga;
+	EytzGpuRawAnswer raw;
+	EytzSvcRawLayout l;
+	bool		staged;
+	int			j;
+
+	*in_flight = false;
+	if (!eytz_gpu_copy_wait_raw(gpu, &raw, &ga, &failure))
+		return eytz_svc_gpu_failed(s->why, device, &failure);
+	staged = s->want && raw.keys != NULL;
+	s->raw_key_width = (int8) gpu->key_width;
+	for (j = 0; j < s->ncols; j++)
+		s->raw_widths[j] = (int8) gpu->widths[s->cols[j]];
+	eytz_svc_raw_layout(&l, s->max, staged, gpu->key_width, s->ncols, s->raw_widths);
+	if (l.end <= eytz_svc_match_bytes(s->want, s->ncols) * (Size) s->max)
+	{
+		Size		n = raw.n;
+
+		memcpy(answer + l.tids, raw.tids, n * sizeof(uint64));
+		memcpy(answer + l.rows, raw.rows, n * sizeof(uint32));
+		if (staged)
+		{
+			memcpy(answer + l.keys, raw.keys, n * gpu->key_width);
+			for (j = 0; j < s->ncols; j++)
+			{
+				int			c = s->cols[j];
+
+				memcpy(answer + l.values[j], raw.values[c], n * gpu->widths[c]);
+				memcpy(answer + l.nulls[j], raw.nulls[c], n);
+			}
+		}
+		s->raw = true;
+	}
+	else
+	{
+		EytzStage	stage;
+
+		eytz_gpu_raw_to_matches(gpu, &raw, (EytzMatch *) answer,
+								answer_stage(&stage, s, answer, s->max, NULL), 0);
+	}
+	s->nout = ga.nout;
+	s->nq_done = ga.nq_done;
+	s->staged = staged;
+	s->kernel_ms = ga.kernel_ms;
+	s->transfer_ms = ga.transfer_ms;
+	return true;
+}
+
 /*
  * The answer of slot i's lookup submitted to copy r of the GPU (not the
  * slot's resident: a backend that abandons its slot clears that)
@@ -478,12 +542,11 @@ EytzSvcStatus
 eytz_svc_lookup_finish(int i, int r)
 {
 	EytzSvcSlot *s = &eytz_svc->slots[i];
-	PartAnswer	a;
 
-	if (!gpu_finish(&eytz_svc_copies[r].gpu, &eytz_svc_copies[r].in_flight,
-					eytz_svc->resident[r].device, s,
-					eytz_svc_window(i) + eytz_svc_out_offset(s->nq), &a))
+	s->raw = false;
+	if (!gpu_finish_raw(&eytz_svc_copies[r].gpu, &eytz_svc_copies[r].in_flight,
+						eytz_svc->resident[r].device, s,
+						eytz_svc_window(i) + eytz_svc_out_offset(s->nq)))
 		return ST_FAILED;
-	set_answer(s, &a);
 	return ST_OK;
 }

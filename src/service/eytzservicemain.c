@@ -2,8 +2,10 @@
  * eytzservicemain.c
  *		The eytzgpu service worker (eytzservice.h): one process that holds
  *		the devices and the resident copies, and answers the backends'
- *		requests in rounds, oldest first: on the GPU the lookups of
- *		different copies of a round run at once.
+ *		requests oldest first, as a pipeline: a GPU lookup is submitted and
+ *		its answer handed back as soon as its GPU finished it, while the
+ *		worker takes the requests for other copies (on the same GPU or
+ *		another) in the meantime.
  *
  * Its devices are chosen at start from eytzgpu.service_device: every GPU
  * CUDA shows it, a context each (the only CUDA contexts of the server), or
@@ -13,12 +15,12 @@
  * eytzservicecopies.c; this file takes the requests, answers them (a
  * request that raises an error, e.g. a damaged node in a CPU image, is
  * answered with its message) and hands the answers back.  A GPU that
- * failed other than for want of memory is dropped after the round's
- * answers, and with no GPU left the process ends: the postmaster starts a
+ * failed other than for want of memory is dropped once none of its lookups
+ * is in flight, and with no GPU left the process ends: the postmaster starts a
  * fresh one (and CUDA contexts) a second later.  Shutdown or a restart
  * makes every waiting backend continue on its CPU path.  The progress mark
- * (eytzservice.h) moves at every turn of the main loop and with every
- * round taken and answered.
+ * (eytzservice.h) moves at every turn of the main loop and whenever a
+ * request is taken or answered, to what the requests in flight may take.
  */
 #include "postgres.h"
 
@@ -41,7 +43,7 @@
 #include "eytzservice.h"
 #include "eytzservicecopies.h"
 
-/* requests taken in one round at most */
+/* requests in flight at most (taken and not yet answered) */
 #define EYTZ_SVC_ROUND 32
 static MemoryContext svc_cxt;
 
@@ -61,6 +63,7 @@ answer(int i, int *in_flight)
 	s->nout = 0;
 	s->nq_done = 0;
 	s->staged = false;
+	s->raw = false;
 	*in_flight = -1;
 	PG_TRY();
 	{
@@ -96,6 +99,7 @@ answer(int i, int *in_flight)
 		s->nout = 0;
 		s->nq_done = 0;
 		s->staged = false;
+		s->raw = false;
 		status = ST_FAILED;
 	}
 	PG_END_TRY();
@@ -184,12 +188,19 @@ finish(int i, EytzSvcStatus status)
 }
 
 /*
- * The requests of a round, oldest first, now marked as being answered
- * (into taken, at most max; returns how many): at most one lookup per
- * copy, as a copy answers one batch at a time, so that lookups of
- * different copies (on one GPU, or on several) run at once.  The same pass
- * frees the slots of owners that left while the worker answered them, or
- * that are gone (reclaim), and *loads_to_drop says whether a freed slot
+ * Slots whose lookup is in flight on a GPU (the worker's own): their owners
+ * may leave, but the slot is freed only once the GPU answered (finish), as
+ * its window is written then
+ */
+static bool *slot_in_flight;
+
+/*
+ * The requests to take now, oldest first, marked as being answered (into
+ * taken, at most max; returns how many): a lookup only for a copy with no
+ * batch in flight, as a copy answers one batch at a time, so that lookups
+ * of different copies (on one GPU, or on several) run at once.  The same
+ * pass frees the slots of owners that left while the worker answered them,
+ * or that are gone (reclaim), and *loads_to_drop says whether a freed slot
  * may have left an upload behind.
  */
 static int
@@ -203,7 +214,7 @@ take_requests(int *taken, int max, bool *loads_to_drop)
 	{
 		EytzSvcSlot *s = &eytz_svc->slots[i];
 
-		if (s->state != SLOT_FREE &&
+		if (s->state != SLOT_FREE && !slot_in_flight[i] &&
 			(s->state == SLOT_ABANDONED || forsaken(s) ||
 			 GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid))
 			free_slot(s);
@@ -223,6 +234,8 @@ take_requests(int *taken, int max, bool *loads_to_drop)
 			if (s->state != SLOT_SUBMITTED || s->incarnation != eytz_svc->incarnation ||
 				(best >= 0 && s->seq >= eytz_svc->slots[best].seq))
 				continue;
+			if (s->op == OP_LOOKUP && s->resident >= 0)
+				busy = eytz_svc_copies[s->resident].in_flight;
 			for (j = 0; j < n && s->op == OP_LOOKUP; j++)
 				busy |= eytz_svc->slots[taken[j]].op == OP_LOOKUP &&
 					eytz_svc->slots[taken[j]].resident == s->resident;
@@ -357,6 +370,105 @@ choose_device(char *detail, size_t len, EytzSvcDevice *devices, int *ndevices)
 	return SVC_SLEEPING;
 }
 
+/*
+ * The lookups in flight on the GPUs, oldest first: their slots and copies
+ * (at most one a copy)
+ */
+typedef struct InFlight
+{
+	int			n;
+	int			slot[EYTZ_SVC_ROUND];
+	int			copy[EYTZ_SVC_ROUND];
+} InFlight;
+
+/* What the requests in flight may take (the progress mark's allowance) */
+static int64
+in_flight_allowance(const InFlight *f)
+{
+	int64		allow = 0;
+	int			k;
+
+	for (k = 0; k < f->n; k++)
+		allow += request_allowance(f->slot[k]);
+	return allow;
+}
+
+/*
+ * Answer the n requests taken: those answered at once handed back, the GPU
+ * lookups added to f
+ */
+static void
+answer_taken(const int *taken, int n, InFlight *f)
+{
+	int			k;
+
+	for (k = 0; k < n; k++)
+	{
+		int			copy;
+		EytzSvcStatus status = answer(taken[k], &copy);
+
+		if (copy < 0)
+			finish(taken[k], status);
+		else
+		{
+			f->slot[f->n] = taken[k];
+			f->copy[f->n] = copy;
+			slot_in_flight[taken[k]] = true;
+			f->n++;
+		}
+	}
+}
+
+/*
+ * Hand back the answers of the lookups in flight that the GPUs finished,
+ * in any order (a copy on one GPU does not wait for another's); true when
+ * any was
+ */
+static bool
+collect_answers(InFlight *f)
+{
+	bool		any = false;
+	int			k = 0;
+
+	while (k < f->n)
+	{
+		int			i = f->slot[k];
+
+		if (!eytz_svc_lookup_ready(f->copy[k]))
+		{
+			k++;
+			continue;
+		}
+		finish(i, eytz_svc_lookup_finish(i, f->copy[k]));
+		slot_in_flight[i] = false;
+		f->n--;
+		memmove(&f->slot[k], &f->slot[k + 1], sizeof(int) * (f->n - k));
+		memmove(&f->copy[k], &f->copy[k + 1], sizeof(int) * (f->n - k));
+		any = true;
+	}
+	return any;
+}
+
+/* Stop using the GPUs that failed, once none of their lookups is in flight */
+static void
+drop_broken_devices(const InFlight *f)
+{
+	int			d,
+				k;
+
+	for (d = 0; d < eytz_svc->ndevices; d++)
+	{
+		bool		busy = false;
+
+		if (!eytz_svc_device_broken(d))
+			continue;
+		for (k = 0; k < f->n; k++)
+			busy |= eytz_svc_resident_on(&eytz_svc->resident[f->copy[k]], d);
+		if (!busy)
+			eytz_svc_device_failed(d);
+	}
+}
+
 void
 eytz_service_main(Datum arg)
 {
@@ -364,6 +476,7 @@ eytz_service_main(Datum arg)
 	EytzSvcState state;
 	EytzSvcDevice devices[EYTZ_SVC_MAX_DEVICES];
 	int			ndevices;
+	InFlight	flight;
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -376,6 +489,8 @@ eytz_service_main(Datum arg)
 	svc_cxt = AllocSetContextCreate(TopMemoryContext, "eytzgpu service",
 									ALLOCSET_DEFAULT_SIZES);
 	eytz_svc_copies_init(svc_cxt);
+	slot_in_flight = MemoryContextAllocZero(svc_cxt, sizeof(bool) * eytz_svc->nslots);
+	flight.n = 0;
 	MemoryContextSwitchTo(svc_cxt);
 	state = choose_device(detail, sizeof(detail), devices, &ndevices);
 	svc_start(state, detail, devices, ndevices);
@@ -387,9 +502,7 @@ eytz_service_main(Datum arg)
 	for (;;)
 	{
 		int			taken[EYTZ_SVC_ROUND];
-		int			in_flight[EYTZ_SVC_ROUND];
 		int			n,
-					k,
 					d;
 
 		ResetLatch(MyLatch);
@@ -410,56 +523,60 @@ eytz_service_main(Datum arg)
 			for (d = 0; state != SVC_SLEEPING && d < eytz_svc->ndevices; d++)
 				eytz_svc_evict_to_limit(d);
 		}
-		for (;;)
+
+		/*
+		 * The pipeline: take what can be taken, submit the GPU lookups and
+		 * answer the rest at once, hand back what the GPUs finished, and
+		 * again; while lookups are in flight new requests are taken for
+		 * the other copies, and each answer goes back as soon as its GPU
+		 * is done.  With nothing in flight and nothing submitted, look for
+		 * a next request for a while (EYTZ_SVC_IDLE_SPIN_US: a join's next
+		 * batch often comes that soon, and a wakeup through the latch costs
+		 * more), then sleep on the latch.
+		 */
+		for (int idle = 0;; idle++)
 		{
 			bool		orphans = false;
-			TimestampTz spin_until;
-			int			spins;
-			int64		allow = 0;
+			bool		answered;
 
 			if (state == SVC_SLEEPING)
 				break;
-			n = take_requests(taken, EYTZ_SVC_ROUND, &orphans);
+			/* the lock only when a request may be there to take */
+			n = flight.n == 0 || idle == 0 || request_waiting() ?
+				take_requests(taken, EYTZ_SVC_ROUND - flight.n, &orphans) : 0;
 			if (orphans)
 				eytz_svc_drop_orphan_loads();
-			if (n == 0)
+			if (n == 0 && flight.n == 0)
 			{
-				/*
-				 * Before sleeping, look for a next request for a while
-				 * (EYTZ_SVC_IDLE_SPIN_US): a join's next batch often comes
-				 * that soon, and a wakeup through the latch costs more
-				 */
-				spin_until = GetCurrentTimestamp() + EYTZ_SVC_IDLE_SPIN_US;
+				TimestampTz spin_until = GetCurrentTimestamp() + EYTZ_SVC_IDLE_SPIN_US;
+				int			spins;
+
 				for (spins = 0; !request_waiting() && GetCurrentTimestamp() < spin_until; spins++)
 					eytz_svc_spin_turn(spins);
 				if (!request_waiting())
 					break;
 				continue;
 			}
-			for (k = 0; k < n; k++)
-				allow += request_allowance(taken[k]);
-			progress(allow);
-
-			/*
-			 * Submit the round's GPU lookups and answer the rest at once;
-			 * then wait for the GPU's answers in turn, while the others run
-			 */
-			for (k = 0; k < n; k++)
+			if (n > 0)
 			{
-				EytzSvcStatus status = answer(taken[k], &in_flight[k]);
+				int64		allow = in_flight_allowance(&flight);
 
-				if (in_flight[k] < 0)
-					finish(taken[k], status);
+				for (int k = 0; k < n; k++)
+					allow += request_allowance(taken[k]);
+				progress(allow);
+				answer_taken(taken, n, &flight);
 			}
-			for (k = 0; k < n; k++)
-				if (in_flight[k] >= 0)
-					finish(taken[k], eytz_svc_lookup_finish(taken[k], in_flight[k]));
-			progress(0);
+			answered = collect_answers(&flight);
+			if (n > 0 || answered)
+			{
+				progress(in_flight_allowance(&flight));
+				idle = 0;
+			}
+			else
+				eytz_svc_spin_turn(idle);	/* the GPUs work, no new request */
 			if (ProcSignalBarrierPending)
 				ProcessProcSignalBarrier();
-			for (d = 0; d < eytz_svc->ndevices; d++)
-				if (eytz_svc_device_broken(d))
-					eytz_svc_device_failed(d);
+			drop_broken_devices(&flight);
 			if (ShutdownRequestPending)
 				proc_exit(1);
 		}
