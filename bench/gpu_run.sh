@@ -44,6 +44,16 @@ if [ "${HUGE:-0}" = 1 ]; then
 fi
 echo "server: $SERVER" | tee "$OUT/server.txt"
 pg_start "$SERVER" >>"$OUT/server.txt" 2>&1 || exit 1
+# the service opens its GPUs' contexts after the server is ready (a second
+# or more with two GPUs): a suite started before would see it not running
+if [ "${SERVICE:-1}" = 1 ]; then
+	psql -X -q -c "CREATE EXTENSION IF NOT EXISTS eytzgpu" >/dev/null
+	for i in $(seq 60); do
+		[ "$(psql -X -At -c "SELECT state FROM eytzgpu_service_status()")" = running ] && break
+		sleep 0.5
+	done
+	psql -X -q -c "DROP EXTENSION eytzgpu" >/dev/null
+fi
 export PGOPTIONS="-c statement_timeout=150s"
 if [ "${SKIP_REGRESS:-0}" != 1 ]; then
 	echo "== pg_regress with eytzgpu.device = gpu"
