@@ -284,6 +284,7 @@ eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
 	raw->n = res.nmatch;
 	raw->tids = res.payloads;
 	raw->rows = res.rows;
+	raw->key_width = copy->key_width;
 	if (copy->mask != 0)
 	{
 		raw->keys = res.columns[copy->key_column];
@@ -291,47 +292,10 @@ eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
 		{
 			raw->values[c] = res.columns[c];
 			raw->nulls[c] = res.column_nulls[c];
+			raw->widths[c] = copy->widths[c];
 		}
-		answer->staged = true;
 	}
 	return true;
-}
-
-void
-eytz_gpu_raw_to_matches(const EytzGpuCopy *copy, const EytzGpuRawAnswer *raw,
-						EytzMatch *out, EytzStage *stage, uint32 from)
-{
-	uint64		i;
-	int			j;
-
-	for (i = 0; i < raw->n; i++)
-	{
-		out[i].tid = raw->tids[i];
-		out[i].row = raw->rows[i];
-		out[i].unused = from + (uint32) i;
-	}
-	if (stage == NULL || raw->keys == NULL)
-		return;
-	for (i = 0; i < raw->n; i++)
-		stage->keys[from + i] = eytz_key_at(raw->keys, copy->key_width, i);
-	if (stage->have)
-		memset(stage->have + from, true, raw->n * sizeof(bool));
-	for (j = 0; j < stage->ncols; j++)
-	{
-		int			c = stage->cols[j];
-		int			width = copy->widths[c];
-		const char *vals = raw->values[c];
-		const uint8 *nulls = raw->nulls[c];
-
-		for (i = 0; i < raw->n; i++)
-		{
-			bool		isnull = nulls[i] != 0;
-
-			stage->isnull[j][from + i] = isnull;
-			stage->values[j][from + i] = isnull ? (Datum) 0 :
-				eytz_include_fetch(vals + i * width, width);
-		}
-	}
 }
 
 bool
@@ -343,7 +307,7 @@ eytz_gpu_copy_wait(EytzGpuCopy *copy, EytzMatch *out, EytzStage *stage,
 	if (!eytz_gpu_copy_wait_raw(copy, &raw, answer, failure))
 		return false;
 	if (out != NULL)
-		eytz_gpu_raw_to_matches(copy, &raw, out, stage, from);
+		eytz_gpu_raw_to_matches(&raw, out, stage, from);
 	answer->staged = out != NULL && stage != NULL && raw.keys != NULL;
 	return true;
 }
@@ -450,12 +414,6 @@ eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
 	return no_cuda(failure, "GPU lookup");
 }
 
-void
-eytz_gpu_raw_to_matches(const EytzGpuCopy *copy, const EytzGpuRawAnswer *raw,
-						EytzMatch *out, EytzStage *stage, uint32 from)
-{
-}
-
 bool
 eytz_gpu_copy_wait(EytzGpuCopy *copy, EytzMatch *out, EytzStage *stage,
 				   uint32 from, EytzGpuAnswer *answer, EytzGpuFailure *failure)
@@ -477,3 +435,40 @@ eytz_gpu_build(const void *keys, const uint64 *tids, uint64 n, int key_width,
 }
 
 #endif							/* EYTZ_HAVE_CUDA */
+
+void
+eytz_gpu_raw_to_matches(const EytzGpuRawAnswer *raw, EytzMatch *out,
+						EytzStage *stage, uint32 from)
+{
+	uint64		i;
+	int			j;
+
+	for (i = 0; i < raw->n; i++)
+	{
+		out[i].tid = raw->tids[i];
+		out[i].row = raw->rows[i];
+		out[i].unused = from + (uint32) i;
+	}
+	if (stage == NULL || raw->keys == NULL)
+		return;
+	for (i = 0; i < raw->n; i++)
+		stage->keys[from + i] = eytz_key_at(raw->keys, raw->key_width, i);
+	if (stage->have)
+		memset(stage->have + from, true, raw->n * sizeof(bool));
+	for (j = 0; j < stage->ncols; j++)
+	{
+		int			c = stage->cols[j];
+		int			width = raw->widths[c];
+		const char *vals = raw->values[c];
+		const uint8 *nulls = raw->nulls[c];
+
+		for (i = 0; i < raw->n; i++)
+		{
+			bool		isnull = nulls[i] != 0;
+
+			stage->isnull[j][from + i] = isnull;
+			stage->values[j][from + i] = isnull ? (Datum) 0 :
+				eytz_include_fetch(vals + i * width, width);
+		}
+	}
+}

@@ -130,8 +130,9 @@ extern bool eytz_gpu_copy_wait(EytzGpuCopy *copy, EytzMatch *out,
  * A batch's answer as the GPU returned it, for a caller that passes it on
  * (the service, into a backend's window): n matches' packed TIDs and rows
  * and, when columns were selected, the keys (key_width bytes each) and per
- * copy column c selected its values (widths[c] bytes each) and NULL flags
- * (a byte each, nonzero for NULL).  Valid until the copy's next wait.
+ * copy column c its values (widths[c] bytes each) and NULL flags (a byte
+ * each, nonzero for NULL).  From the GPU valid until the copy's next wait;
+ * a backend builds one over its window to convert the service's answer.
  */
 typedef struct EytzGpuRawAnswer
 {
@@ -139,8 +140,10 @@ typedef struct EytzGpuRawAnswer
 	const uint64 *tids;
 	const uint32 *rows;
 	const char *keys;			/* NULL: no columns selected */
+	int			key_width;
 	const char *values[EYTZ_MAX_INCLUDE];
 	const uint8 *nulls[EYTZ_MAX_INCLUDE];
+	int			widths[EYTZ_MAX_INCLUDE];
 } EytzGpuRawAnswer;
 
 /* eytz_gpu_copy_wait, the answer left as the GPU returned it */
@@ -150,13 +153,12 @@ extern bool eytz_gpu_copy_wait_raw(EytzGpuCopy *copy, EytzGpuRawAnswer *raw,
 
 /*
  * A raw answer's matches into out[0..n) (match j's unused = from + j) and,
- * with keys, their keys and stage's columns to stage positions from + j
- * (stage->have, if not NULL, set); stage NULL: the matches only
+ * with keys and a stage, their keys and the stage's columns (stage->cols[j]
+ * names the raw answer's column) to stage positions from + j (stage->have,
+ * if not NULL, set).  Plain C: also without CUDA.
  */
-extern void eytz_gpu_raw_to_matches(const EytzGpuCopy *copy,
-									const EytzGpuRawAnswer *raw,
-									EytzMatch *out, EytzStage *stage,
-									uint32 from);
+extern void eytz_gpu_raw_to_matches(const EytzGpuRawAnswer *raw, EytzMatch *out,
+									EytzStage *stage, uint32 from);
 
 /* Free the copy's GPU memory (none held: nothing to do) */
 extern void eytz_gpu_copy_free(EytzGpuCopy *copy);

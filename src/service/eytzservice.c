@@ -31,6 +31,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "eytzgpucopy.h"
 #include "eytzservice.h"
 
 int			eytz_service_device = EYTZ_SERVICE_AUTO;
@@ -800,46 +801,34 @@ svc_stage(EytzSvcSlot *s, char *answer, uint32 n, EytzStage *stage, uint32 from)
 
 /*
  * A raw answer's n matches into out (match j's unused: from + j) and, when
- * staged, their keys and values into stage from "from" (eytzservice.h)
+ * staged, their keys and values into stage from "from": the window read as
+ * the GPU's arrays (eytzservice.h), converted as a GPU copy's answer is
  */
 static void
 svc_from_raw(EytzSvcSlot *s, char *answer, EytzMatch *out, EytzStage *stage,
 			 uint32 from)
 {
 	EytzSvcRawLayout l;
-	const uint64 *tids;
-	const uint32 *rows;
-	uint32		n = s->nout;
-	uint32		i;
+	EytzGpuRawAnswer raw;
 	int			j;
 
 	eytz_svc_raw_layout(&l, s->max, s->staged, s->raw_key_width, s->ncols, s->raw_widths);
-	tids = (const uint64 *) (answer + l.tids);
-	rows = (const uint32 *) (answer + l.rows);
-	for (i = 0; i < n; i++)
+	memset(&raw, 0, sizeof(raw));
+	raw.n = s->nout;
+	raw.tids = (const uint64 *) (answer + l.tids);
+	raw.rows = (const uint32 *) (answer + l.rows);
+	if (s->staged)
 	{
-		out[i].tid = tids[i];
-		out[i].row = rows[i];
-		out[i].unused = from + i;
-	}
-	if (!s->staged)
-		return;
-	memset(stage->have + from, true, n * sizeof(bool));
-	for (i = 0; i < n; i++)
-		stage->keys[from + i] = eytz_key_at(answer + l.keys, s->raw_key_width, i);
-	for (j = 0; j < s->ncols; j++)
-	{
-		const char *vals = answer + l.values[j];
-		const uint8 *nulls = (const uint8 *) answer + l.nulls[j];
-		int			width = s->raw_widths[j];
-
-		for (i = 0; i < n; i++)
+		raw.keys = answer + l.keys;
+		raw.key_width = s->raw_key_width;
+		for (j = 0; j < s->ncols; j++)
 		{
-			stage->isnull[j][from + i] = nulls[i] != 0;
-			stage->values[j][from + i] = nulls[i] ? (Datum) 0 :
-				eytz_include_fetch(vals + (Size) i * width, width);
+			raw.values[s->cols[j]] = answer + l.values[j];
+			raw.nulls[s->cols[j]] = (const uint8 *) answer + l.nulls[j];
+			raw.widths[s->cols[j]] = s->raw_widths[j];
 		}
 	}
+	eytz_gpu_raw_to_matches(&raw, out, s->staged ? stage : NULL, from);
 }
 
 void

@@ -489,32 +489,33 @@ gpu_finish_raw(EytzGpuCopy *gpu, bool *in_flight, int device, EytzSvcSlot *s,
 	EytzGpuAnswer ga;
 	EytzGpuRawAnswer raw;
 	EytzSvcRawLayout l;
-	bool		staged;
+	PartAnswer	a;
 	int			j;
 
 	*in_flight = false;
 	if (!eytz_gpu_copy_wait_raw(gpu, &raw, &ga, &failure))
 		return eytz_svc_gpu_failed(s->why, device, &failure);
-	staged = s->want && raw.keys != NULL;
-	s->raw_key_width = (int8) gpu->key_width;
+	memset(&a, 0, sizeof(a));
+	a.nout = ga.nout;
+	a.nq_done = ga.nq_done;
+	a.staged = s->want && raw.keys != NULL;
+	a.kernel_ms = ga.kernel_ms;
+	a.transfer_ms = ga.transfer_ms;
+	s->raw_key_width = (int8) raw.key_width;
 	for (j = 0; j < s->ncols; j++)
-		s->raw_widths[j] = (int8) gpu->widths[s->cols[j]];
-	eytz_svc_raw_layout(&l, s->max, staged, gpu->key_width, s->ncols, s->raw_widths);
+		s->raw_widths[j] = (int8) raw.widths[s->cols[j]];
+	eytz_svc_raw_layout(&l, s->max, a.staged, raw.key_width, s->ncols, s->raw_widths);
 	if (l.end <= eytz_svc_match_bytes(s->want, s->ncols) * (Size) s->max)
 	{
-		Size		n = raw.n;
-
-		memcpy(answer + l.tids, raw.tids, n * sizeof(uint64));
-		memcpy(answer + l.rows, raw.rows, n * sizeof(uint32));
-		if (staged)
+		memcpy(answer + l.tids, raw.tids, raw.n * sizeof(uint64));
+		memcpy(answer + l.rows, raw.rows, raw.n * sizeof(uint32));
+		if (a.staged)
 		{
-			memcpy(answer + l.keys, raw.keys, n * gpu->key_width);
+			memcpy(answer + l.keys, raw.keys, raw.n * raw.key_width);
 			for (j = 0; j < s->ncols; j++)
 			{
-				int			c = s->cols[j];
-
-				memcpy(answer + l.values[j], raw.values[c], n * gpu->widths[c]);
-				memcpy(answer + l.nulls[j], raw.nulls[c], n);
+				memcpy(answer + l.values[j], raw.values[s->cols[j]], raw.n * s->raw_widths[j]);
+				memcpy(answer + l.nulls[j], raw.nulls[s->cols[j]], raw.n);
 			}
 		}
 		s->raw = true;
@@ -523,14 +524,10 @@ gpu_finish_raw(EytzGpuCopy *gpu, bool *in_flight, int device, EytzSvcSlot *s,
 	{
 		EytzStage	stage;
 
-		eytz_gpu_raw_to_matches(gpu, &raw, (EytzMatch *) answer,
+		eytz_gpu_raw_to_matches(&raw, (EytzMatch *) answer,
 								answer_stage(&stage, s, answer, s->max, NULL), 0);
 	}
-	s->nout = ga.nout;
-	s->nq_done = ga.nq_done;
-	s->staged = staged;
-	s->kernel_ms = ga.kernel_ms;
-	s->transfer_ms = ga.transfer_ms;
+	set_answer(s, &a);
 	return true;
 }
 

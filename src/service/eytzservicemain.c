@@ -188,11 +188,27 @@ finish(int i, EytzSvcStatus status)
 }
 
 /*
- * Slots whose lookup is in flight on a GPU (the worker's own): their owners
- * may leave, but the slot is freed only once the GPU answered (finish), as
- * its window is written then
+ * The lookups in flight on the GPUs, oldest first: their slots and copies
+ * (at most one a copy)
  */
-static bool *slot_in_flight;
+typedef struct InFlight
+{
+	int			n;
+	int			slot[EYTZ_SVC_ROUND];
+	int			copy[EYTZ_SVC_ROUND];
+} InFlight;
+
+/* Is slot i's lookup in flight on a GPU? */
+static bool
+slot_in_flight(const InFlight *f, int i)
+{
+	int			k;
+
+	for (k = 0; k < f->n; k++)
+		if (f->slot[k] == i)
+			return true;
+	return false;
+}
 
 /*
  * The requests to take now, oldest first, marked as being answered (into
@@ -200,11 +216,12 @@ static bool *slot_in_flight;
  * batch in flight, as a copy answers one batch at a time, so that lookups
  * of different copies (on one GPU, or on several) run at once.  The same
  * pass frees the slots of owners that left while the worker answered them,
- * or that are gone (reclaim), and *loads_to_drop says whether a freed slot
+ * or that are gone (reclaim), but not a slot in flight (f), whose window
+ * its answer is written to, and *loads_to_drop says whether a freed slot
  * may have left an upload behind.
  */
 static int
-take_requests(int *taken, int max, bool *loads_to_drop)
+take_requests(int *taken, int max, const InFlight *f, bool *loads_to_drop)
 {
 	int			n = 0;
 	int			i;
@@ -214,7 +231,7 @@ take_requests(int *taken, int max, bool *loads_to_drop)
 	{
 		EytzSvcSlot *s = &eytz_svc->slots[i];
 
-		if (s->state != SLOT_FREE && !slot_in_flight[i] &&
+		if (s->state != SLOT_FREE && !slot_in_flight(f, i) &&
 			(s->state == SLOT_ABANDONED || forsaken(s) ||
 			 GetPGProcByNumber(s->owner_procno)->pid != s->owner_pid))
 			free_slot(s);
@@ -370,17 +387,6 @@ choose_device(char *detail, size_t len, EytzSvcDevice *devices, int *ndevices)
 	return SVC_SLEEPING;
 }
 
-/*
- * The lookups in flight on the GPUs, oldest first: their slots and copies
- * (at most one a copy)
- */
-typedef struct InFlight
-{
-	int			n;
-	int			slot[EYTZ_SVC_ROUND];
-	int			copy[EYTZ_SVC_ROUND];
-} InFlight;
-
 /* What the requests in flight may take (the progress mark's allowance) */
 static int64
 in_flight_allowance(const InFlight *f)
@@ -413,7 +419,6 @@ answer_taken(const int *taken, int n, InFlight *f)
 		{
 			f->slot[f->n] = taken[k];
 			f->copy[f->n] = copy;
-			slot_in_flight[taken[k]] = true;
 			f->n++;
 		}
 	}
@@ -440,7 +445,6 @@ collect_answers(InFlight *f)
 			continue;
 		}
 		finish(i, eytz_svc_lookup_finish(i, f->copy[k]));
-		slot_in_flight[i] = false;
 		f->n--;
 		memmove(&f->slot[k], &f->slot[k + 1], sizeof(int) * (f->n - k));
 		memmove(&f->copy[k], &f->copy[k + 1], sizeof(int) * (f->n - k));
@@ -489,7 +493,6 @@ eytz_service_main(Datum arg)
 	svc_cxt = AllocSetContextCreate(TopMemoryContext, "eytzgpu service",
 									ALLOCSET_DEFAULT_SIZES);
 	eytz_svc_copies_init(svc_cxt);
-	slot_in_flight = MemoryContextAllocZero(svc_cxt, sizeof(bool) * eytz_svc->nslots);
 	flight.n = 0;
 	MemoryContextSwitchTo(svc_cxt);
 	state = choose_device(detail, sizeof(detail), devices, &ndevices);
@@ -543,7 +546,7 @@ eytz_service_main(Datum arg)
 				break;
 			/* the lock only when a request may be there to take */
 			n = flight.n == 0 || idle == 0 || request_waiting() ?
-				take_requests(taken, EYTZ_SVC_ROUND - flight.n, &orphans) : 0;
+				take_requests(taken, EYTZ_SVC_ROUND - flight.n, &flight, &orphans) : 0;
 			if (orphans)
 				eytz_svc_drop_orphan_loads();
 			if (n == 0 && flight.n == 0)
