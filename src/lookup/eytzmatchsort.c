@@ -444,6 +444,7 @@ typedef struct ScratchBlock
 {
 	Size		size;			/* usable bytes after the header */
 	struct ScratchLease *lease; /* while taken; NULL: a plain chunk of cxt */
+	const char *site;			/* the call site that took it last */
 } ScratchBlock;
 
 /* A taken array's tie to the context it was taken for */
@@ -499,7 +500,7 @@ scratch_lease_end(void *arg)
 }
 
 void *
-eytz_scratch_alloc(MemoryContext cxt, Size size)
+eytz_scratch_alloc_at(MemoryContext cxt, Size size, const char *site)
 {
 	ScratchBlock *b = NULL;
 	ScratchLease *lease;
@@ -517,11 +518,24 @@ eytz_scratch_alloc(MemoryContext cxt, Size size)
 		b->lease = NULL;
 		return b + 1;
 	}
-	/* the smallest kept array that fits, unless it is far too large */
+	/*
+	 * the smallest kept array that fits, unless it is far too large, the
+	 * site's own first: a scan's second run then takes each array where its
+	 * first run did (by size alone, an array taken for another role would
+	 * send a later one to fresh pages, each first touch a page fault)
+	 */
 	for (i = 0; i < scratch_nkept; i++)
-		if (scratch_kept[i]->size >= size && scratch_kept[i]->size / 4 <= size &&
-			(best < 0 || scratch_kept[i]->size < scratch_kept[best]->size))
+	{
+		ScratchBlock *k = scratch_kept[i];
+
+		if (k->size < size || k->size / 4 > size)
+			continue;
+		if (best < 0 ||
+			(k->site == site) > (scratch_kept[best]->site == site) ||
+			((k->site == site) == (scratch_kept[best]->site == site) &&
+			 k->size < scratch_kept[best]->size))
 			best = i;
+	}
 	lease = MemoryContextAlloc(cxt, sizeof(ScratchLease));
 	if (best >= 0)
 	{
@@ -540,6 +554,7 @@ eytz_scratch_alloc(MemoryContext cxt, Size size)
 			populate_pages(b, sizeof(ScratchBlock) + size);
 	}
 	b->lease = lease;
+	b->site = site;
 	lease->block = b;
 	lease->cb = (MemoryContextCallback) {scratch_lease_end, lease, NULL};
 	MemoryContextRegisterResetCallback(cxt, &lease->cb);

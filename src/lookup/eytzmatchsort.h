@@ -101,8 +101,12 @@ extern void eytz_advise_huge(void *p, Size size);
  * A large scratch array (as eytz_alloc_large) that the backend reuses from
  * scan to scan: given back by eytz_scratch_free, or when cxt is reset or
  * deleted (also on error), and kept for the next taker instead of freed.
+ * Each call site (site: its file and line) gets back the array it had, so
+ * that a scan repeated takes the pages its first run touched.
  */
-extern void *eytz_scratch_alloc(MemoryContext cxt, Size size);
+#define eytz_scratch_alloc(cxt, size) \
+	eytz_scratch_alloc_at((cxt), (size), __FILE__ ":" CppAsString2(__LINE__))
+extern void *eytz_scratch_alloc_at(MemoryContext cxt, Size size, const char *site);
 extern void eytz_scratch_free(void *p);
 
 #endif							/* EYTZMATCHSORT_H */
