@@ -329,6 +329,68 @@ sort_chunk(EytzArrayScan *a, ItemPointerData *tids, uint64 *keys,
 }
 
 /*
+ * Heap blocks a visibility map page covers, as visibilitymap.c counts them
+ * (its HEAPBLOCKS_PER_PAGE is its own): two bits a block in the page's
+ * space after the header
+ */
+#define VM_HEAP_BLOCKS ((BlockNumber) (BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) * 4)
+/* map pages an index-only chunk may span to be grouped by counting */
+#define VM_GROUPS_MAX 64
+
+/*
+ * take_plain_chunk for an index-only scan: its visibility map checks read
+ * one map page after another if the matches come grouped by the page they
+ * look up, which a count per page and one scatter do, straight into tids
+ * and keys (a table of up to 64 map pages: 16 GB of heap at 8 kB blocks).
+ * false, having changed nothing, when the chunk spans more map pages or a
+ * match lacks its key.
+ */
+static bool
+take_by_map_page(EytzArrayScan *a, const EytzMatch *matches, int n,
+				 ItemPointerData *tids, uint64 *keys, const EytzChunkColumns *cols)
+{
+	uint32		start[VM_GROUPS_MAX + 1];
+	BlockNumber lo = InvalidBlockNumber,
+				hi = 0,
+				first;
+	uint32		ngroups;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		uint32		p = matches[i].unused;
+		uint32		row = matches[i].row;
+		BlockNumber b = eytz_tid_block(matches[i].tid);
+
+		/* a match without its key is known by its point query's */
+		if (!cols->have[p] && a->lo[row] != a->hi[row])
+			return false;
+		lo = Min(lo, b);
+		hi = Max(hi, b);
+	}
+	if (n == 0)
+		return true;
+	first = lo / VM_HEAP_BLOCKS;
+	ngroups = hi / VM_HEAP_BLOCKS - first + 1;
+	if (ngroups > VM_GROUPS_MAX)
+		return false;
+	memset(start, 0, sizeof(uint32) * (ngroups + 1));
+	for (i = 0; i < n; i++)
+		start[eytz_tid_block(matches[i].tid) / VM_HEAP_BLOCKS - first + 1]++;
+	for (i = 1; i <= (int) ngroups; i++)
+		start[i] += start[i - 1];
+	for (i = 0; i < n; i++)
+	{
+		uint32		p = matches[i].unused;
+		uint32		at = start[eytz_tid_block(matches[i].tid) / VM_HEAP_BLOCKS - first]++;
+
+		eytz_tid_unpack(matches[i].tid, &tids[at]);
+		keys[at] = cols->have[p] ? cols->keys[p] : a->lo[matches[i].row];
+	}
+	return true;
+}
+
+/*
  * take_chunk's common case: a current chunk whose matches all have their
  * keys (or need none), without INCLUDE values to return.  The matches are
  * sorted by TID with their place in the chunk and batch row riding along,
@@ -346,6 +408,8 @@ take_plain_chunk(EytzArrayScan *a, const EytzMatch *matches, int n,
 
 	if ((keys && a->ncols > 0) || !eytz_lookup_chunk_current(a->lk))
 		return false;
+	if (keys && take_by_map_page(a, matches, n, tids, keys, cols))
+		return true;
 	chunk_arrays(a, n);
 	order = a->order;
 	for (i = 0; i < n; i++)

@@ -403,12 +403,15 @@ start_leaves(EytzJoinState *st, bool cpu_too)
 	{
 		EytzJoinLeaf *leaf = &st->leaves[l];
 
+		uint32		max;
+
 		if (leaf->nq == 0)
 			continue;
+		max = eytz_join_chunk_max(st, leaf);
 		eytz_join_submit_leaf(leaf);
-		if (!eytz_lookup_start(leaf->lookup, st->next_chunk, cpu_too))
+		if (!eytz_lookup_start(leaf->lookup, max, cpu_too))
 			break;
-		leaf->first_max = st->next_chunk;
+		leaf->first_max = max;
 		any = true;
 	}
 	return any;
@@ -436,6 +439,7 @@ start_batch(EytzJoinState *st)
 		return false;
 	st->cur_leaf = -1;
 	stage_enter(st, STAGE_LOOKUP);
+	eytz_join_update_match_ratio(st);
 	eytz_join_route_batch(st);
 	for (int l = 0; l < st->nleaves; l++)
 	{

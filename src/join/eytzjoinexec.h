@@ -284,6 +284,7 @@ typedef struct EytzJoinState
 	uint32		cap;
 	uint32		chunk_cap;		/* the largest chunk */
 	uint32		next_chunk;		/* the next chunk: grows to chunk_cap */
+	double		match_ratio;	/* matches a key in the batches done (0: none done) */
 	Size		rows_mem;		/* the outer rows' share of work_mem */
 	Size		row_bytes;		/* array bytes per row */
 	char	   *rowmem;			/* the rows, row_stride bytes apart */
@@ -521,10 +522,12 @@ extern bool eytz_heap_order_next_unmatched(EytzJoinState *st);
 extern void eytz_heap_order_report(EytzJoinState *st, EytzJoinReport *r);
 extern void eytz_heap_order_reset(EytzJoinState *st);
 
-/* eytzjoinleaves.c: the leaves a parameter prunes; a batch's queries for each leaf */
+/* eytzjoinleaves.c: the leaves a parameter prunes; a batch's queries and chunks for each leaf */
 extern void eytz_join_prune_at_start(EytzJoinState *st, List *quals);
 extern void eytz_join_leaf_footprints(EytzJoinState *st);
 extern void eytz_join_route_batch(EytzJoinState *st);
+extern void eytz_join_update_match_ratio(EytzJoinState *st);
+extern uint32 eytz_join_chunk_max(EytzJoinState *st, EytzJoinLeaf *leaf);
 extern void eytz_join_submit_leaf(EytzJoinLeaf *leaf);
 extern bool eytz_join_next_leaf(EytzJoinState *st);
 

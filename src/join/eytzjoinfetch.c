@@ -367,11 +367,12 @@ next_chunk(EytzJoinState *st)
 	stage_enter(st, STAGE_LOOKUP);
 	/* a chunk started ahead is taken with the size it was started with */
 	max = st->next_chunk;
-	if (st->cur_leaf >= 0 && st->cur_leaf < st->nleaves &&
-		st->leaves[st->cur_leaf].first_max > 0)
+	if (st->cur_leaf >= 0 && st->cur_leaf < st->nleaves)
 	{
-		max = st->leaves[st->cur_leaf].first_max;
-		st->leaves[st->cur_leaf].first_max = 0;
+		EytzJoinLeaf *leaf = &st->leaves[st->cur_leaf];
+
+		max = leaf->first_max > 0 ? leaf->first_max : eytz_join_chunk_max(st, leaf);
+		leaf->first_max = 0;
 	}
 	st->nchunk = eytz_lookup_next(st->lookup, max, &st->chunk);
 	st->next_chunk = (uint32) Min((uint64) st->next_chunk * EYTZ_GROWTH, (uint64) st->chunk_cap);

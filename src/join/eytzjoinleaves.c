@@ -11,7 +11,8 @@
  *		generic plan's $1) are pruned at the scan's start, with PostgreSQL's
  *		predicate proofs against each leaf's partition constraint.  A batch's
  *		leaves are then taken in turn (eytz_join_next_leaf), each one's share
- *		sent to its lookup.
+ *		sent to its lookup in chunks sized for that share
+ *		(eytz_join_chunk_max).
  */
 #include "postgres.h"
 
@@ -329,13 +330,22 @@ eytz_join_route_batch(EytzJoinState *st)
 	if (st->rleaf == NULL)
 		st->rleaf = MemoryContextAllocHuge(st->css.ss.ps.state->es_query_cxt,
 										   sizeof(int32) * st->cap);
+	/* the one leaf a key goes to, kept for the second pass */
+	eytz_partroute_find_many(st->route, st->kt->decode, st->qlo, st->nq, st->rleaf);
 	for (q = 0; q < st->nq; q++)
 	{
 		const int  *targets;
-		int			n = eytz_partroute_find(st->route, st->kt->decode(st->qlo[q]), &targets);
+		int			n;
 
-		/* the one leaf a key goes to, kept for the second pass */
-		st->rleaf[q] = n == 1 ? targets[0] : n == 0 ? -1 : -2;
+		if (st->rleaf[q] >= 0)
+		{
+			st->rcount[st->rleaf[q]]++;
+			total++;
+			continue;
+		}
+		if (st->rleaf[q] == -1)
+			continue;
+		n = eytz_partroute_find(st->route, st->kt->decode(st->qlo[q]), &targets);
 		for (i = 0; i < n; i++)
 			st->rcount[targets[i]]++;
 		total += n;
@@ -380,6 +390,43 @@ eytz_join_route_batch(EytzJoinState *st)
 			leaf->nq++;
 		}
 	}
+}
+
+/*
+ * The most matches leaf's next chunk may take: the chunk's growth, within
+ * what the leaf's share of the batch is expected to give (its keys at the
+ * matches a key of the batches done, at least one, a quarter more, and a
+ * first chunk's worth), so that each leaf's lookup sizes its chunk arrays for its share,
+ * not for a whole batch's matches: a partitioned join's fresh parallel
+ * workers zeroed a huge page for every array of every leaf
+ * (bench/partition_results.md, run 9).  More matches than that take one
+ * more chunk.
+ */
+uint32
+eytz_join_chunk_max(EytzJoinState *st, EytzJoinLeaf *leaf)
+{
+	double		expected;
+
+	/* before any batch is done, a match a key */
+	expected = (double) leaf->nq * Max(st->match_ratio, 1.0) * 1.25 + EYTZ_FIRST_CHUNK;
+	return (uint32) Min((double) st->next_chunk, expected);
+}
+
+/* Matches a key in the batches done, before the next batch is submitted */
+void
+eytz_join_update_match_ratio(EytzJoinState *st)
+{
+	uint64		lookups = 0,
+				matches = 0;
+
+	for (int l = 0; l < st->nleaves; l++)
+	{
+		const EytzLookupStats *s = eytz_lookup_stats(st->leaves[l].lookup);
+
+		lookups += s->lookups;
+		matches += s->matches;
+	}
+	st->match_ratio = lookups > 0 && matches > 0 ? (double) matches / lookups : 0;
 }
 
 /* Send leaf's share of the current batch to its lookup */

@@ -79,6 +79,12 @@ struct EytzPartRoute
 	Oid			column_type;	/* of the partition key, what they become */
 	int			nlevels;
 	RouteLevel *levels;			/* levels[0] is the parent */
+	/*
+	 * one level of hash partitions on an int2/int4 key of the keys' own
+	 * type, each a leaf or pruned: eytz_partroute_find_many routes its keys
+	 * without a call a key
+	 */
+	bool		flat_hash;
 };
 
 static RouteConversion
@@ -323,6 +329,25 @@ build_level(RouteBuild *b, Relation rel, AttrNumber attno)
 	return n;
 }
 
+/* Whether route is one native level of hash partitions, each a leaf or pruned */
+static bool
+flat_hash_level(const EytzPartRoute *route)
+{
+	const RouteLevel *level = &route->levels[0];
+
+	if (route->conversion != ROUTE_SAME || route->key_type != route->column_type ||
+		!level->native || level->strategy != PARTITION_STRATEGY_HASH)
+		return false;
+	for (int i = 0; i < level->bounds->nindexes; i++)
+	{
+		int			part = level->bounds->indexes[i];
+
+		if (part >= 0 && level->target[part] != ROUTE_NOWHERE && level->target[part] < 0)
+			return false;
+	}
+	return true;
+}
+
 EytzPartRoute *
 eytz_partroute_create(PartitionDirectory pdir, Relation parent, AttrNumber attno,
 					  Oid eq_opno, Oid key_type, Oid collation, List *leaf_oids)
@@ -354,6 +379,7 @@ eytz_partroute_create(PartitionDirectory pdir, Relation parent, AttrNumber attno
 	(void) build_level(&b, parent, attno);
 	if (!b.route->levels[0].routable)
 		return NULL;
+	b.route->flat_hash = flat_hash_level(b.route);
 	return b.route;
 }
 
@@ -429,6 +455,40 @@ eytz_partroute_find(EytzPartRoute *route, Datum key, const int **leaves)
 	}
 	*leaves = level->below;
 	return level->nbelow;
+}
+
+void
+eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
+						 const uint64 *keys, uint32 n, int32 *leaf)
+{
+	if (route->flat_hash)
+	{
+		const RouteLevel *level = &route->levels[0];
+		const int  *indexes = level->bounds->indexes;
+		uint64		nindexes = (uint64) level->bounds->nindexes;
+		bool		int2 = route->column_type == INT2OID;
+
+		/* the same hash as native_partition's, the modulus a mask where it can */
+		for (uint32 q = 0; q < n; q++)
+		{
+			Datum		d = decode(keys[q]);
+			int32		v = int2 ? (int32) DatumGetInt16(d) : DatumGetInt32(d);
+			uint64		h = hash_combine64(0, hash_bytes_uint32_extended((uint32) v,
+																		 HASH_PARTITION_SEED));
+			int			part = indexes[(nindexes & (nindexes - 1)) == 0 ?
+									   (h & (nindexes - 1)) : h % nindexes];
+
+			leaf[q] = part >= 0 && level->target[part] >= 0 ? level->target[part] : -1;
+		}
+		return;
+	}
+	for (uint32 q = 0; q < n; q++)
+	{
+		const int  *targets;
+		int			found = eytz_partroute_find(route, decode(keys[q]), &targets);
+
+		leaf[q] = found == 1 ? targets[0] : found == 0 ? -1 : -2;
+	}
 }
 
 EytzPartRoute *

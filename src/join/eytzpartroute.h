@@ -56,4 +56,12 @@ extern EytzPartRoute *eytz_partroute_for_query(EState *estate, Oid parentoid,
  */
 extern int	eytz_partroute_find(EytzPartRoute *route, Datum key, const int **leaves);
 
+/*
+ * eytz_partroute_find for keys[0..n), each decode(keys[i]) (not NULL): the
+ * one leaf position it goes to in leaf[i], -1 when none, -2 when several
+ * (which eytz_partroute_find lists)
+ */
+extern void eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
+									 const uint64 *keys, uint32 n, int32 *leaf);
+
 #endif							/* EYTZPARTROUTE_H */

@@ -425,8 +425,9 @@ eytz_alloc_init(void)
 }
 
 /*
- * The scratch arrays a backend keeps: at most SCRATCH_KEEP of them and
- * SCRATCH_KEEP_BYTES of address space in all, the smallest dropped first
+ * The scratch arrays a backend keeps: at most SCRATCH_KEEP of them (a
+ * partitioned join's leaves take a few each) and SCRATCH_KEEP_BYTES of
+ * address space in all, the smallest dropped first
  * (only the pages a scan touched take memory: a chunk array sized for
  * work_mem holds the matches of the largest chunk).  Arrays below
  * SCRATCH_MIN are freed.  Larger ones are kept rather than left to malloc:
@@ -435,7 +436,7 @@ eytz_alloc_init(void)
  * page fault for each page of its arrays after the first had loaded the
  * image).
  */
-#define SCRATCH_KEEP 32
+#define SCRATCH_KEEP 128
 #define SCRATCH_KEEP_BYTES ((Size) 1024 * 1024 * 1024)
 #define SCRATCH_MIN ((Size) 64 * 1024)
 

@@ -337,5 +337,25 @@ SELECT join_check('SELECT o.b, i.v FROM jt_w_outer o JOIN jt_w8l i ON i.k = o.b'
 SELECT join_check('SELECT o.b, i.v FROM jt_w_outer o JOIN jt_w8h i ON i.k = o.b');
 SELECT join_check('SELECT o.a, i.v FROM jt_w_outer o JOIN jt_w8r i ON i.k = o.a');
 SELECT join_check('SELECT o.a FROM jt_w_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_w8l i WHERE i.k = o.a)');
+-- hash partitions of mixed moduli with remainders no partition takes (a
+-- key of those is routed to none), routed without a call a key, and
+-- inner conditions on the leaf and the partition a row lies in
+CREATE TABLE jt_hm (k int4, v int4) PARTITION BY HASH (k);
+CREATE TABLE jt_hm_a PARTITION OF jt_hm FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE jt_hm_b PARTITION OF jt_hm FOR VALUES WITH (MODULUS 4, REMAINDER 1);
+CREATE TABLE jt_hm_c PARTITION OF jt_hm FOR VALUES WITH (MODULUS 8, REMAINDER 3);
+INSERT INTO jt_hm SELECT g % 20000, g FROM generate_series(1, 40000) g
+ WHERE satisfies_hash_partition('jt_hm'::regclass, 2, 0, g % 20000)
+	OR satisfies_hash_partition('jt_hm'::regclass, 4, 1, g % 20000)
+	OR satisfies_hash_partition('jt_hm'::regclass, 8, 3, g % 20000);
+CREATE INDEX ON jt_hm USING eytzgpu (k) INCLUDE (v);
+ANALYZE jt_hm;
+SELECT count(*) AS routed FROM join_plan('SELECT o.x, i.v FROM jt_outer o JOIN jt_hm i ON i.k = o.k')
+ WHERE join_plan ~ 'Key Routing: partition key';
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hm i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_hm i ON i.k = o.k');
+SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_hm i WHERE i.k = o.k)');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hm i ON i.k = o.k AND i.tableoid <> ''jt_hm_b''::regclass');
+SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hm i ON i.k = o.k WHERE satisfies_hash_partition(''jt_hm''::regclass, 2, 0, i.k)');
 RESET enable_hashjoin;
 RESET enable_mergejoin;
