@@ -396,9 +396,9 @@ eytz_join_route_batch(EytzJoinState *st)
  * The most matches leaf's next chunk may take: the chunk's growth, within
  * what the leaf's share of the batch is expected to give (its keys at the
  * matches a key of the batches done, at least one, a quarter more, and a
- * first chunk's worth), so that each leaf's lookup sizes its chunk arrays for its share,
- * not for a whole batch's matches: a partitioned join's fresh parallel
- * workers zeroed a huge page for every array of every leaf
+ * first chunk's worth), so that each leaf's lookup sizes its chunk arrays
+ * for its share, not for a whole batch's matches: a partitioned join's
+ * fresh parallel workers zeroed a huge page for every array of every leaf
  * (bench/partition_results.md, run 9).  More matches than that take one
  * more chunk.
  */
