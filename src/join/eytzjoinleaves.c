@@ -330,26 +330,9 @@ eytz_join_route_batch(EytzJoinState *st)
 	if (st->rleaf == NULL)
 		st->rleaf = MemoryContextAllocHuge(st->css.ss.ps.state->es_query_cxt,
 										   sizeof(int32) * st->cap);
-	/* the one leaf a key goes to, kept for the second pass */
-	eytz_partroute_find_many(st->route, st->kt->decode, st->qlo, st->nq, st->rleaf);
-	for (q = 0; q < st->nq; q++)
-	{
-		const int  *targets;
-		int			n;
-
-		if (st->rleaf[q] >= 0)
-		{
-			st->rcount[st->rleaf[q]]++;
-			total++;
-			continue;
-		}
-		if (st->rleaf[q] == -1)
-			continue;
-		n = eytz_partroute_find(st->route, st->kt->decode(st->qlo[q]), &targets);
-		for (i = 0; i < n; i++)
-			st->rcount[targets[i]]++;
-		total += n;
-	}
+	/* the one leaf a key goes to, kept for the second pass, and the counts */
+	total = eytz_partroute_find_many(st->route, st->kt->decode, st->qlo, st->nq,
+									 st->rleaf, st->rcount);
 	reserve_routed(st, Max(total, 1));
 	/* each leaf's place, then its queries in batch order */
 	total = 0;

@@ -457,10 +457,12 @@ eytz_partroute_find(EytzPartRoute *route, Datum key, const int **leaves)
 	return level->nbelow;
 }
 
-void
+uint64
 eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
-						 const uint64 *keys, uint32 n, int32 *leaf)
+						 const uint64 *keys, uint32 n, int32 *leaf, uint32 *count)
 {
+	uint64		total = 0;
+
 	if (route->flat_hash)
 	{
 		const RouteLevel *level = &route->levels[0];
@@ -479,8 +481,13 @@ eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
 									   (h & (nindexes - 1)) : h % nindexes];
 
 			leaf[q] = part >= 0 && level->target[part] >= 0 ? level->target[part] : -1;
+			if (leaf[q] >= 0)
+			{
+				count[leaf[q]]++;
+				total++;
+			}
 		}
-		return;
+		return total;
 	}
 	for (uint32 q = 0; q < n; q++)
 	{
@@ -488,7 +495,11 @@ eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
 		int			found = eytz_partroute_find(route, decode(keys[q]), &targets);
 
 		leaf[q] = found == 1 ? targets[0] : found == 0 ? -1 : -2;
+		for (int t = 0; t < found; t++)
+			count[targets[t]]++;
+		total += found;
 	}
+	return total;
 }
 
 EytzPartRoute *

@@ -59,9 +59,11 @@ extern int	eytz_partroute_find(EytzPartRoute *route, Datum key, const int **leav
 /*
  * eytz_partroute_find for keys[0..n), each decode(keys[i]) (not NULL): the
  * one leaf position it goes to in leaf[i], -1 when none, -2 when several
- * (which eytz_partroute_find lists)
+ * (which eytz_partroute_find lists); count[p] (the caller's, zeroed) grows
+ * by the keys that go to leaf position p.  Returns the (key, leaf) pairs.
  */
-extern void eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
-									 const uint64 *keys, uint32 n, int32 *leaf);
+extern uint64 eytz_partroute_find_many(EytzPartRoute *route, Datum (*decode) (uint64),
+									   const uint64 *keys, uint32 n, int32 *leaf,
+									   uint32 *count);
 
 #endif							/* EYTZPARTROUTE_H */

@@ -357,5 +357,27 @@ SELECT join_check('SELECT o.x, i.v FROM jt_outer o LEFT JOIN jt_hm i ON i.k = o.
 SELECT join_check('SELECT o.x FROM jt_outer o WHERE NOT EXISTS (SELECT 1 FROM jt_hm i WHERE i.k = o.k)');
 SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hm i ON i.k = o.k AND i.tableoid <> ''jt_hm_b''::regclass');
 SELECT join_check('SELECT o.x, i.v FROM jt_outer o JOIN jt_hm i ON i.k = o.k WHERE satisfies_hash_partition(''jt_hm''::regclass, 2, 0, i.k)');
+-- each leaf's chunks are sized for its share at the matches a key seen so
+-- far: a later batch whose keys have far more duplicates takes more chunks
+CREATE TABLE jt_skew (k int4, v int4) PARTITION BY HASH (k);
+CREATE TABLE jt_skew_0 PARTITION OF jt_skew FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE jt_skew_1 PARTITION OF jt_skew FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO jt_skew SELECT g, g FROM generate_series(1, 20000) g;
+INSERT INTO jt_skew SELECT 7, -g FROM generate_series(1, 500) g;
+CREATE INDEX ON jt_skew USING eytzgpu (k) INCLUDE (v);
+ANALYZE jt_skew;
+CREATE TABLE jt_skew_outer (k int4, x int4);
+INSERT INTO jt_skew_outer SELECT (g * 7919) % 20000 + 1, g FROM generate_series(1, 3000) g;
+INSERT INTO jt_skew_outer SELECT CASE WHEN g % 10 = 0 THEN NULL ELSE 7 END, 3000 + g
+  FROM generate_series(1, 60) g;
+ANALYZE jt_skew_outer;
+SET eytzgpu.batch_size = 2048;
+SET max_parallel_workers_per_gather = 0;
+SELECT count(*) AS more_chunks FROM join_plan('SELECT o.x, i.v FROM jt_skew_outer o JOIN jt_skew i ON i.k = o.k', true)
+ WHERE join_plan ~ 'Chunks: ([0-9]{2,})';
+SELECT join_check('SELECT o.x, i.v FROM jt_skew_outer o JOIN jt_skew i ON i.k = o.k');
+SELECT join_check('SELECT o.x, i.v FROM jt_skew_outer o LEFT JOIN jt_skew i ON i.k = o.k');
+RESET eytzgpu.batch_size;
+RESET max_parallel_workers_per_gather;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
